@@ -1,0 +1,116 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	basev1 "github.com/microlet/microlet/proto/microlet/base/v1"
+	hostv1 "github.com/microlet/microlet/proto/microlet/host/v1"
+)
+
+// baseServer serves microlet.base.v1.PluginService for a plugin.
+type baseServer[C any] struct {
+	basev1.UnimplementedPluginServiceServer
+
+	info         Info
+	apiVersions  []string
+	capabilities []string
+	plugin       Plugin[C]
+	broker       *plugin.GRPCBroker
+	logger       hclog.Logger
+
+	// releaseMemory is set when serving as a process of its own; an
+	// in-process test harness must not unmap its test binary's pages.
+	releaseMemory bool
+
+	mu         sync.Mutex
+	configured bool
+}
+
+func (s *baseServer[C]) GetIdentity(context.Context, *basev1.GetIdentityRequest) (*basev1.GetIdentityResponse, error) {
+	return &basev1.GetIdentityResponse{
+		Kind:          s.info.Kind,
+		Name:          s.info.Name,
+		PluginVersion: s.info.Version,
+		ApiVersions:   s.apiVersions,
+	}, nil
+}
+
+func (s *baseServer[C]) GetCapabilities(context.Context, *basev1.GetCapabilitiesRequest) (*basev1.GetCapabilitiesResponse, error) {
+	return &basev1.GetCapabilitiesResponse{Capabilities: s.capabilities}, nil
+}
+
+func (s *baseServer[C]) ValidateConfig(_ context.Context, req *basev1.ValidateConfigRequest) (*basev1.ValidateConfigResponse, error) {
+	if err := s.checkAPIVersion(req.GetApiVersion()); err != nil {
+		return nil, err
+	}
+	_, errs := decodeConfig[C](req.GetConfig())
+	return &basev1.ValidateConfigResponse{Errors: errs.proto()}, nil
+}
+
+func (s *baseServer[C]) Configure(ctx context.Context, req *basev1.ConfigureRequest) (*basev1.ConfigureResponse, error) {
+	if err := s.checkAPIVersion(req.GetApiVersion()); err != nil {
+		return nil, err
+	}
+	cfg, errs := decodeConfig[C](req.GetConfig())
+	if len(errs) > 0 {
+		return nil, InvalidConfig(errs)
+	}
+	if level := hclog.LevelFromString(req.GetLogLevel()); level != hclog.NoLevel {
+		s.logger.SetLevel(level)
+	}
+	var host *Host
+	if id := req.GetHostServiceBrokerId(); id != 0 {
+		conn, err := s.broker.Dial(id)
+		if err != nil {
+			return nil, status.Errorf(codes.Unavailable, "dial the core's host service: %v", err)
+		}
+		host = &Host{client: hostv1.NewHostServiceClient(conn), NodeName: req.GetNodeName()}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.configured {
+		return nil, status.Error(codes.FailedPrecondition, "already configured: the core starts a new process for a new config")
+	}
+	if err := s.plugin.Configure(ctx, cfg, host); err != nil {
+		return nil, asStatus(err, codes.InvalidArgument)
+	}
+	s.configured = true
+	if s.releaseMemory {
+		go releaseStartupMemory()
+	}
+	return &basev1.ConfigureResponse{}, nil
+}
+
+func (s *baseServer[C]) Shutdown(ctx context.Context, _ *basev1.ShutdownRequest) (*basev1.ShutdownResponse, error) {
+	if sd, ok := any(s.plugin).(Shutdowner); ok {
+		if err := sd.Shutdown(ctx); err != nil {
+			return nil, asStatus(err, codes.Internal)
+		}
+	}
+	return &basev1.ShutdownResponse{}, nil
+}
+
+func (s *baseServer[C]) checkAPIVersion(v string) error {
+	if v == "" {
+		return nil // the core asks before choosing
+	}
+	for _, have := range s.apiVersions {
+		if have == v {
+			return nil
+		}
+	}
+	return status.Error(codes.Unimplemented, fmt.Sprintf("%s API %q is not served (serving %v)", s.info.Kind, v, s.apiVersions))
+}
+
+// Shutdowner is implemented by plugins that hold something to release
+// (files, sockets, child processes) when the core stops them.
+type Shutdowner interface {
+	Shutdown(ctx context.Context) error
+}

@@ -1,0 +1,54 @@
+package sdk
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+
+	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
+)
+
+// CgroupPlanner decides QoS classes, the cgroup layout and resource
+// settings; the core applies them.
+type CgroupPlanner interface {
+	PlanPod(ctx context.Context, req *cgroupv1.PlanPodRequest) (*cgroupv1.PlanPodResponse, error)
+	PlanNode(ctx context.Context, req *cgroupv1.PlanNodeRequest) (*cgroupv1.PlanNodeResponse, error)
+}
+
+// CgroupAdmitter is optional: it decides whether a new pod fits the node.
+type CgroupAdmitter interface {
+	Admit(ctx context.Context, req *cgroupv1.AdmitRequest) (*cgroupv1.AdmitResponse, error)
+}
+
+// CapabilityCgroupAdmit says the plugin implements CgroupAdmitter.
+const CapabilityCgroupAdmit = "cgroup.admit"
+
+func adaptCgroup(impl any) (func(*grpc.Server), []string, error) {
+	p, err := mustImplement[CgroupPlanner](impl, "sdk.CgroupPlanner (PlanPod, PlanNode)")
+	if err != nil {
+		return nil, nil, err
+	}
+	caps := capabilityIf[CgroupAdmitter](impl, CapabilityCgroupAdmit)
+	return func(g *grpc.Server) { cgroupv1.RegisterCgroupServiceServer(g, &cgroupServer{impl: p}) }, caps, nil
+}
+
+type cgroupServer struct {
+	cgroupv1.UnimplementedCgroupServiceServer
+	impl CgroupPlanner
+}
+
+func (s *cgroupServer) PlanPod(ctx context.Context, req *cgroupv1.PlanPodRequest) (*cgroupv1.PlanPodResponse, error) {
+	return call(s.impl.PlanPod(ctx, req))
+}
+
+func (s *cgroupServer) PlanNode(ctx context.Context, req *cgroupv1.PlanNodeRequest) (*cgroupv1.PlanNodeResponse, error) {
+	return call(s.impl.PlanNode(ctx, req))
+}
+
+func (s *cgroupServer) Admit(ctx context.Context, req *cgroupv1.AdmitRequest) (*cgroupv1.AdmitResponse, error) {
+	a, ok := s.impl.(CgroupAdmitter)
+	if !ok {
+		return nil, unsupported("Admit")
+	}
+	return call(a.Admit(ctx, req))
+}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package sdk
+
+func limitParallelism()     {}
+func releaseStartupMemory() {}

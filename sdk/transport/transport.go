@@ -1,0 +1,77 @@
+// Package transport is how the microlet core and its plugins find each other:
+// the go-plugin handshake and the one plugin set every plugin binary serves.
+// Both sides import it, so the two can never disagree.
+package transport
+
+import (
+	"context"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+)
+
+// ProtocolVersion is the go-plugin application protocol generation. It
+// changes only if the way plugins are launched and dispensed changes; API
+// changes of a kind are negotiated through GetIdentity.api_versions instead.
+const ProtocolVersion = 1
+
+// Handshake is shared by the core and every plugin. The cookie only stops a
+// user from running a plugin binary by hand; it is not a security feature.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  ProtocolVersion,
+	MagicCookieKey:   "MICROLET_PLUGIN_MAGIC_COOKIE",
+	MagicCookieValue: "6f3c1d8e0b9a4f27a5d2c8e1b7f04a93d6e25c18b0a7f3e94c2d61b8a5f07e3c",
+}
+
+// PluginName is the single entry of the plugin set. Every plugin binary
+// serves microlet.base.v1.PluginService and its kind's service on it.
+const PluginName = "microlet"
+
+// Environment variables the core sets for every plugin process.
+const (
+	// EnvLogLevel is the level the core logs at, so plugins do not ship
+	// lines the core would drop.
+	EnvLogLevel = "MICROLET_PLUGIN_LOG_LEVEL"
+	// EnvKind and EnvName say which config block launched the process.
+	EnvKind = "MICROLET_PLUGIN_KIND"
+	EnvName = "MICROLET_PLUGIN_NAME"
+)
+
+// MaxMessageBytes bounds every message either way: big enough for any
+// single message microlet sends (lists stream), small enough that a broken
+// peer fails loudly instead of exhausting memory.
+const MaxMessageBytes = 64 << 20
+
+// Conn is what the core gets when it dispenses a plugin.
+type Conn struct {
+	// Conn is the gRPC connection to the plugin process.
+	Conn *grpc.ClientConn
+	// Broker serves the core's HostService to the plugin.
+	Broker *plugin.GRPCBroker
+	// Done is closed when the plugin process exits.
+	Done <-chan struct{}
+}
+
+// GRPCPlugin implements plugin.GRPCPlugin for both sides: the plugin sets
+// Register; the core leaves it nil and receives a *Conn.
+type GRPCPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	// Register adds the plugin's services to its gRPC server.
+	Register func(broker *plugin.GRPCBroker, server *grpc.Server) error
+}
+
+// GRPCServer runs in the plugin process.
+func (p *GRPCPlugin) GRPCServer(broker *plugin.GRPCBroker, server *grpc.Server) error {
+	return p.Register(broker, server)
+}
+
+// GRPCClient runs in the core. go-plugin cancels ctx when the process exits.
+func (p *GRPCPlugin) GRPCClient(ctx context.Context, broker *plugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+	return &Conn{Conn: conn, Broker: broker, Done: ctx.Done()}, nil
+}
+
+// PluginSet is the versioned plugin set for go-plugin's ClientConfig and
+// ServeConfig.
+func PluginSet(p *GRPCPlugin) map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{ProtocolVersion: {PluginName: p}}
+}
