@@ -1,0 +1,152 @@
+package config
+
+import (
+	"strconv"
+	"time"
+)
+
+// Config is the agent's effective configuration. The config tag is the key's
+// name in HCL; nested structs are blocks.
+type Config struct {
+	// NodeName is the node's name: after Load, the host name lowercased
+	// unless set (--hostname-override).
+	NodeName   string `config:"node_name"`
+	RootDir    string `config:"root_dir"`
+	PodLogsDir string `config:"pod_logs_dir"`
+	// LogLevel is one of trace, debug, info, warn, error.
+	LogLevel string `config:"log_level"`
+	LogJSON  bool   `config:"log_json"`
+	// GOMAXPROCS is the number of Ps the agent runs with; 0 leaves Go's
+	// default (GOMAXPROCS environment variable or the CPU count).
+	GOMAXPROCS               int           `config:"gomaxprocs"`
+	PluginDir                string        `config:"plugin_dir"`
+	ContainerRuntimeEndpoint string        `config:"container_runtime_endpoint"`
+	ImageServiceEndpoint     string        `config:"image_service_endpoint"` // after Load: the runtime endpoint unless set
+	RuntimeRequestTimeout    time.Duration `config:"runtime_request_timeout"`
+	StaticPodPath            string        `config:"static_pod_path"`
+	StaticPodURL             string        `config:"static_pod_url"`
+	// StaticPodURLHeader maps a header name to its values.
+	StaticPodURLHeader map[string][]string `config:"static_pod_url_header"`
+	FileCheckFrequency time.Duration       `config:"file_check_frequency"`
+	HTTPCheckFrequency time.Duration       `config:"http_check_frequency"`
+	SyncFrequency      time.Duration       `config:"sync_frequency"`
+	MaxPods            int                 `config:"max_pods"`
+	// NodeIP is one address, or an IPv4 and an IPv6 address separated by a
+	// comma, as the kubelet's --node-ip.
+	NodeIP        string   `config:"node_ip"`
+	PodCIDR       string   `config:"pod_cidr"`
+	ClusterDNS    []string `config:"cluster_dns"`
+	ClusterDomain string   `config:"cluster_domain"`
+	ResolvConf    string   `config:"resolv_conf"`
+	// PodPushSocket is the unix socket of the HTTP push pod source; after
+	// Load, <root_dir>/pods.sock unless set.
+	PodPushSocket      string `config:"pod_push_socket"`
+	HealthzBindAddress string `config:"healthz_bind_address"`
+	// HealthzPort 0 disables the healthz endpoint, as in the kubelet.
+	HealthzPort  int    `config:"healthz_port"`
+	CgroupDriver string `config:"cgroup_driver"` // cgroupfs or systemd
+	CgroupRoot   string `config:"cgroup_root"`
+
+	PluginHost PluginHost `config:"plugin_host"`
+	// Plugins are the plugin "<kind>" "<name>" blocks, sorted by kind, then name.
+	Plugins []Plugin `config:"-"`
+
+	positions map[string]Position
+}
+
+// PluginHost is how the core runs and supervises plugin processes.
+type PluginHost struct {
+	StartTimeout      time.Duration `config:"start_timeout"`
+	CallTimeout       time.Duration `config:"call_timeout"`
+	HealthInterval    time.Duration `config:"health_interval"`
+	HealthTimeout     time.Duration `config:"health_timeout"`
+	HealthFailures    int           `config:"health_failures"`
+	RestartBackoff    time.Duration `config:"restart_backoff"`
+	RestartBackoffMax time.Duration `config:"restart_backoff_max"`
+	// RestartBudget restarts within RestartWindow are allowed before a
+	// plugin is disabled.
+	RestartBudget  int           `config:"restart_budget"`
+	RestartWindow  time.Duration `config:"restart_window"`
+	DrainTimeout   time.Duration `config:"drain_timeout"`
+	WatchPluginDir bool          `config:"watch_plugin_dir"`
+}
+
+// Plugin is one plugin "<kind>" "<name>" block.
+type Plugin struct {
+	Kind string `config:"-"`
+	Name string `config:"-"`
+	// Binary is a file name in plugin_dir; after Load, microlet-<kind>-<name>
+	// unless set.
+	Binary string `config:"binary"`
+	// SHA256 pins the binary's checksum (lowercase hex); empty means unpinned.
+	SHA256 string            `config:"sha256"`
+	Args   []string          `config:"args"`
+	Env    map[string]string `config:"env"`
+	// Config is the block's config body, verbatim: the core hands it to the
+	// plugin, which validates it.
+	Config map[string]any `config:"config"`
+	// Position is where the block was first declared.
+	Position Position `config:"-"`
+}
+
+// Position is where a key was set: a config file and line, or, for values
+// from the environment or the command line, the variable or flag (Line 0).
+type Position struct {
+	File string
+	Line int
+}
+
+// String renders the position as file:line, or just the variable or flag.
+func (p Position) String() string {
+	if p.Line == 0 {
+		return p.File
+	}
+	return p.File + ":" + strconv.Itoa(p.Line)
+}
+
+// Defaults returns the built-in defaults. Keys whose default depends on
+// another (node_name, image_service_endpoint, pod_push_socket, a plugin's
+// binary) are empty here and filled in by Load.
+func Defaults() *Config {
+	return &Config{
+		RootDir:                  "/var/lib/microlet",
+		PodLogsDir:               "/var/log/pods",
+		LogLevel:                 "info",
+		GOMAXPROCS:               1,
+		PluginDir:                "/usr/libexec/microlet/plugins",
+		ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock",
+		RuntimeRequestTimeout:    2 * time.Minute,
+		StaticPodURLHeader:       map[string][]string{},
+		FileCheckFrequency:       20 * time.Second,
+		HTTPCheckFrequency:       20 * time.Second,
+		SyncFrequency:            time.Minute,
+		MaxPods:                  110,
+		ClusterDNS:               []string{},
+		ResolvConf:               "/etc/resolv.conf",
+		HealthzBindAddress:       "127.0.0.1",
+		HealthzPort:              10248,
+		CgroupDriver:             "cgroupfs",
+		CgroupRoot:               "/",
+		PluginHost: PluginHost{
+			StartTimeout:      10 * time.Second,
+			CallTimeout:       2 * time.Second,
+			HealthInterval:    2 * time.Second,
+			HealthTimeout:     time.Second,
+			HealthFailures:    2,
+			RestartBackoff:    100 * time.Millisecond,
+			RestartBackoffMax: 30 * time.Second,
+			RestartBudget:     5,
+			RestartWindow:     10 * time.Minute,
+			DrainTimeout:      5 * time.Second,
+			WatchPluginDir:    true,
+		},
+	}
+}
+
+// Position reports where a dotted key ("plugin_host.call_timeout",
+// "plugin.eviction.kubelet.config.hard") was last set. It is false for keys
+// that kept their built-in default and for keys never seen.
+func (c *Config) Position(key string) (Position, bool) {
+	p, ok := c.positions[key]
+	return p, ok
+}

@@ -1,0 +1,121 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// Flags naming the config file and the drop-in directory, as the kubelet's.
+const (
+	FlagConfig    = "config"
+	FlagConfigDir = "config-dir"
+)
+
+// flagSpec is a command-line flag that sets a config key.
+type flagSpec struct {
+	name, key, usage string
+	// repeatable flags add to what earlier uses gave, as the kubelet's
+	// --manifest-url-header does.
+	repeatable bool
+}
+
+// flagSpecs use the kubelet's flag names where it has the flag.
+var flagSpecs = []flagSpec{
+	{name: "hostname-override", key: "node_name", usage: "If non-empty, use this string as the node name instead of the host name. Lowercased."},
+	{name: "root-dir", key: "root_dir", usage: "Directory for the agent's files (volume mounts, sockets, state)."},
+	{name: "pod-manifest-path", key: "static_pod_path", usage: "Path to the directory (or single file) of static pod manifests. Files whose names start with dots are ignored."},
+	{name: "manifest-url", key: "static_pod_url", usage: "URL to fetch static pod manifests from."},
+	{name: "manifest-url-header", key: "static_pod_url_header", repeatable: true,
+		usage: "Comma-separated list of HTTP headers to use when accessing --manifest-url. Multiple headers with the same name are added in the same order given, and the flag can be repeated, e.g. --manifest-url-header 'a:hello,b:again,c:world' --manifest-url-header 'b:beautiful'."},
+	{name: "file-check-frequency", key: "file_check_frequency", usage: "Duration between re-reads of --pod-manifest-path."},
+	{name: "http-check-frequency", key: "http_check_frequency", usage: "Duration between fetches of --manifest-url."},
+	{name: "sync-frequency", key: "sync_frequency", usage: "Maximum period between synchronizing running containers and config."},
+	{name: "container-runtime-endpoint", key: "container_runtime_endpoint", usage: "The endpoint of the CRI runtime service (unix://...)."},
+	{name: "image-service-endpoint", key: "image_service_endpoint", usage: "The endpoint of the CRI image service (unix://...). Defaults to --container-runtime-endpoint."},
+	{name: "runtime-request-timeout", key: "runtime_request_timeout", usage: "Timeout of every CRI request except long-running ones (pull, logs, exec, attach)."},
+	{name: "max-pods", key: "max_pods", usage: "Number of pods that can run on this node."},
+	{name: "node-ip", key: "node_ip", usage: "IP address (or comma-separated dual-stack IP addresses) of the node."},
+	{name: "pod-cidr", key: "pod_cidr", usage: "The CIDR to use for pod IP addresses."},
+	{name: "log-level", key: "log_level", usage: "Log level: trace, debug, info, warn or error."},
+	{name: "log-json", key: "log_json", usage: "Write logs as JSON lines."},
+	{name: "plugin-dir", key: "plugin_dir", usage: "Directory holding the plugin binaries (microlet-<kind>-<name>)."},
+	{name: "gomaxprocs", key: "gomaxprocs", usage: "Number of OS threads running Go code at once (GOMAXPROCS); 0 leaves Go's default."},
+}
+
+// RegisterFlags adds --config, --config-dir and the flags that set config
+// keys to fs. Values are checked by Load, with every other config error.
+func RegisterFlags(fs *pflag.FlagSet) {
+	fs.String(FlagConfig, "", "Path to the HCL config file. Without it the agent runs on built-in defaults, the environment and flags.")
+	fs.String(FlagConfigDir, "", "Directory of *.hcl drop-in files, merged over --config in file-name order.")
+	defaults := reflect.ValueOf(Defaults()).Elem()
+	for _, spec := range flagSpecs {
+		f := agentSchema.byKey[spec.key]
+		v := &textValue{typ: f.kind.flagType, repeatable: spec.repeatable}
+		fl := fs.VarPF(v, spec.name, "", spec.usage)
+		fl.DefValue = defaultText(defaults.FieldByIndex(f.index))
+		if f.kind == valueKinds[reflect.TypeFor[bool]()] {
+			fl.NoOptDefVal = "true"
+		}
+	}
+}
+
+// LoadOptionsFromFlags reads --config and --config-dir from a parsed fs
+// that RegisterFlags set up.
+func LoadOptionsFromFlags(fs *pflag.FlagSet, environ []string) LoadOptions {
+	// Both are string flags registered by RegisterFlags; a flag set without
+	// them simply names no files.
+	mainFile, _ := fs.GetString(FlagConfig)
+	dropInDir, _ := fs.GetString(FlagConfigDir)
+	return LoadOptions{MainFile: mainFile, DropInDir: dropInDir, Environ: environ, Flags: fs}
+}
+
+// defaultText renders a default for --help; empty values show nothing.
+func defaultText(rv reflect.Value) string {
+	if rv.IsZero() || (rv.Kind() == reflect.Map && rv.Len() == 0) {
+		return ""
+	}
+	return fmt.Sprint(rv.Interface())
+}
+
+// textValue keeps a flag's text as given, so that Load checks it with the
+// same rules and messages as the environment and files.
+type textValue struct {
+	text       string
+	typ        string
+	repeatable bool
+	set        bool
+}
+
+func (v *textValue) String() string { return v.text }
+func (v *textValue) Type() string   { return v.typ }
+
+func (v *textValue) Set(s string) error {
+	if v.repeatable && v.set {
+		s = v.text + "," + s
+	}
+	v.text, v.set = s, true
+	return nil
+}
+
+// flagLayer reads the flags of flagSpecs the user set.
+func flagLayer(fs *pflag.FlagSet) (koanf.Provider, *layer) {
+	l := &layer{text: true, positions: map[string]Position{}, spell: quoteName}
+	byName := make(map[string]flagSpec, len(flagSpecs))
+	for _, spec := range flagSpecs {
+		byName[spec.name] = spec
+	}
+	// Without a koanf instance posflag takes only changed flags.
+	p := posflag.ProviderWithFlag(fs, ".", nil, func(f *pflag.Flag) (string, any) {
+		spec, ok := byName[f.Name]
+		if !ok || !f.Changed {
+			return "", nil
+		}
+		l.positions[spec.key] = Position{File: "--" + f.Name}
+		return spec.key, f.Value.String()
+	})
+	return p, l
+}

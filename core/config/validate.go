@@ -1,0 +1,243 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/microlet/microlet/core/logging"
+	"github.com/microlet/microlet/sdk"
+)
+
+// multiInstanceKinds may have several plugin blocks; every other kind at
+// most one.
+var multiInstanceKinds = map[string]bool{sdk.KindDevices: true}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+type validator struct {
+	c    *Config
+	errs Errors
+}
+
+// fail reports a problem with key, placed where the key was last set.
+func (v *validator) fail(key, format string, args ...any) {
+	pos, _ := v.c.Position(key)
+	v.errs = append(v.errs, &Error{Position: pos, Key: key, Message: fmt.Sprintf(format, args...)})
+}
+
+// set reports whether a source set key; a value derived from another key
+// is checked through that key instead.
+func (v *validator) set(key string) bool {
+	_, ok := v.c.Position(key)
+	return ok
+}
+
+// validate checks values against each other and against what they mean.
+func (c *Config) validate() Errors {
+	v := &validator{c: c}
+	if _, err := logging.ParseLevel(c.LogLevel); err != nil {
+		v.fail("log_level", "%v", err)
+	}
+	v.oneOf("cgroup_driver", c.CgroupDriver, "cgroupfs", "systemd")
+	v.positiveDurations()
+	v.atLeast("max_pods", c.MaxPods, 0)
+	v.atLeast("gomaxprocs", c.GOMAXPROCS, 0)
+	v.atLeast("plugin_host.health_failures", c.PluginHost.HealthFailures, 1)
+	v.atLeast("plugin_host.restart_budget", c.PluginHost.RestartBudget, 0)
+	if c.HealthzPort != 0 && len(validation.IsValidPortNum(c.HealthzPort)) > 0 {
+		v.fail("healthz_port", "expected 0 (disabled) or a port from 1 to 65535, got %d", c.HealthzPort)
+	}
+	if h := c.PluginHost; h.RestartBackoff > h.RestartBackoffMax {
+		key := "plugin_host.restart_backoff"
+		if !v.set(key) {
+			key = "plugin_host.restart_backoff_max"
+		}
+		v.fail(key, "restart_backoff (%s) exceeds restart_backoff_max (%s)", h.RestartBackoff, h.RestartBackoffMax)
+	}
+
+	for _, p := range []struct{ key, path string }{
+		{"root_dir", c.RootDir}, {"pod_logs_dir", c.PodLogsDir}, {"plugin_dir", c.PluginDir}, {"cgroup_root", c.CgroupRoot},
+	} {
+		v.absolutePath(p.key, p.path)
+	}
+	for _, p := range []struct{ key, path string }{
+		{"static_pod_path", c.StaticPodPath}, {"resolv_conf", c.ResolvConf}, {"pod_push_socket", c.PodPushSocket},
+	} {
+		if p.path != "" && v.set(p.key) {
+			v.absolutePath(p.key, p.path)
+		}
+	}
+	v.endpoint("container_runtime_endpoint", c.ContainerRuntimeEndpoint)
+	if v.set("image_service_endpoint") {
+		v.endpoint("image_service_endpoint", c.ImageServiceEndpoint)
+	}
+
+	v.nodeName()
+	if c.ClusterDomain != "" && len(validation.IsDNS1123Subdomain(c.ClusterDomain)) > 0 {
+		v.fail("cluster_domain", "expected a lowercase DNS domain such as \"cluster.local\", got %q", c.ClusterDomain)
+	}
+	v.dualStack("node_ip", c.NodeIP, "IP address", addrIs4)
+	v.dualStack("pod_cidr", c.PodCIDR, "CIDR", prefixIs4)
+	for i, ip := range c.ClusterDNS {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			v.fail("cluster_dns", "expected IP addresses, got %q at index %d", ip, i)
+		}
+	}
+	if _, err := netip.ParseAddr(c.HealthzBindAddress); err != nil {
+		v.fail("healthz_bind_address", "expected an IP address, got %q", c.HealthzBindAddress)
+	}
+	v.staticPodURL()
+	v.plugins()
+	return v.errs
+}
+
+func (v *validator) oneOf(key, value string, allowed ...string) {
+	if !slices.Contains(allowed, value) {
+		v.fail(key, "expected one of %s, got %q", strings.Join(allowed, ", "), value)
+	}
+}
+
+func (v *validator) atLeast(key string, value, lowest int) {
+	if value < lowest {
+		v.fail(key, "expected a whole number of at least %d, got %d", lowest, value)
+	}
+}
+
+// positiveDurations checks that every duration key is above zero.
+func (v *validator) positiveDurations() {
+	cv := reflect.ValueOf(v.c).Elem()
+	for _, f := range agentSchema.fields {
+		if f.kind != valueKinds[reflect.TypeFor[time.Duration]()] {
+			continue
+		}
+		if d := time.Duration(cv.FieldByIndex(f.index).Int()); d <= 0 {
+			v.fail(f.key, "expected a positive duration, got %q", d.String())
+		}
+	}
+}
+
+func (v *validator) absolutePath(key, path string) {
+	if !filepath.IsAbs(path) {
+		v.fail(key, "expected an absolute path, got %q", path)
+	}
+}
+
+// endpoint checks a CRI endpoint; on Linux the kubelet speaks CRI over unix
+// sockets only.
+func (v *validator) endpoint(key, endpoint string) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme != "unix" || u.Host != "" || !filepath.IsAbs(u.Path) {
+		v.fail(key, "expected a unix socket endpoint such as \"unix:///run/containerd/containerd.sock\", got %q", endpoint)
+	}
+}
+
+func (v *validator) nodeName() {
+	name := v.c.NodeName
+	if len(validation.IsDNS1123Subdomain(name)) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("expected a lowercase RFC 1123 subdomain (letters, digits, '-' and '.'), got %q", name)
+	if !v.set("node_name") {
+		msg += " from the host name; set node_name or --hostname-override"
+	}
+	v.fail("node_name", "%s", msg)
+}
+
+func addrIs4(s string) (bool, bool) {
+	a, err := netip.ParseAddr(s)
+	return a.Is4(), err == nil
+}
+
+func prefixIs4(s string) (bool, bool) {
+	p, err := netip.ParsePrefix(s)
+	return p.Addr().Is4(), err == nil
+}
+
+// dualStack checks one address (or CIDR), or an IPv4 and an IPv6 one
+// separated by a comma, as the kubelet's --node-ip.
+func (v *validator) dualStack(key, value, what string, is4 func(string) (bool, bool)) {
+	if value == "" {
+		return
+	}
+	parts := strings.Split(value, ",")
+	families := make([]bool, len(parts))
+	for i, part := range parts {
+		four, ok := is4(strings.TrimSpace(part))
+		if !ok {
+			v.fail(key, "expected an %s, got %q", what, part)
+			return
+		}
+		families[i] = four
+	}
+	if len(parts) > 2 || (len(parts) == 2 && families[0] == families[1]) {
+		v.fail(key, "expected one %s, or an IPv4 and an IPv6 one separated by a comma, got %q", what, value)
+	}
+}
+
+func (v *validator) staticPodURL() {
+	if raw := v.c.StaticPodURL; raw != "" {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.fail("static_pod_url", "expected an http or https URL, got %q", raw)
+		}
+	}
+	headers := v.c.StaticPodURLHeader
+	for _, name := range sortedKeys(headers) {
+		if !httpguts.ValidHeaderFieldName(name) {
+			v.fail("static_pod_url_header", "expected HTTP header names, got %q", name)
+		}
+		for _, value := range headers[name] {
+			if !httpguts.ValidHeaderFieldValue(value) {
+				v.fail("static_pod_url_header", "header %q: value contains characters HTTP does not allow", name)
+			}
+		}
+	}
+}
+
+func (v *validator) plugins() {
+	byKind := map[string][]*Plugin{}
+	for i := range v.c.Plugins {
+		p := &v.c.Plugins[i]
+		byKind[p.Kind] = append(byKind[p.Kind], p)
+		key := joinKey(joinKey(pluginKey, p.Kind), p.Name)
+		if p.SHA256 != "" && !sha256Hex.MatchString(p.SHA256) {
+			v.fail(key+".sha256", "expected 64 hexadecimal characters, got %q", p.SHA256)
+		}
+		if strings.ContainsRune(p.Binary, '/') || p.Binary == "." || p.Binary == ".." {
+			v.fail(key+".binary", "expected a file name in plugin_dir, without '/', got %q", p.Binary)
+		}
+		for _, name := range sortedKeys(p.Env) {
+			switch {
+			case name == "" || strings.ContainsAny(name, "=\x00"):
+				v.fail(key+".env", "expected environment variable names, got %q", name)
+			case envReserved[name]:
+				v.fail(key+".env", "%s is set by the plugin host for every plugin and cannot be overridden", name)
+			}
+		}
+	}
+	for _, kind := range sortedKeys(byKind) {
+		plugins := byKind[kind]
+		if len(plugins) < 2 || multiInstanceKinds[kind] {
+			continue
+		}
+		found := make([]string, len(plugins))
+		for i, p := range plugins {
+			found[i] = fmt.Sprintf("%q (%s)", p.Name, p.Position)
+		}
+		v.errs = append(v.errs, &Error{
+			Position: plugins[1].Position,
+			Key:      joinKey(pluginKey, kind),
+			Message:  fmt.Sprintf("at most one %s plugin may be configured, found %s", kind, strings.Join(found, ", ")),
+		})
+	}
+}

@@ -1,0 +1,125 @@
+# microlet configuration: every key, set to its built-in default.
+#
+# Pass this file with --config; drop-ins in --config-dir (*.hcl, file-name
+# order) override it key by key; then MICROLET_* environment variables, then
+# command-line flags. See docs/configuration.md. Durations are strings such
+# as "500ms", "20s", "2m".
+
+# Node name. Empty: the host name. Lowercased either way. Flag --hostname-override.
+node_name = ""
+# Directory for the agent's files (volume mounts, sockets, state). Flag --root-dir.
+root_dir = "/var/lib/microlet"
+# Directory of container logs, <namespace>_<pod>_<uid>/<container>/<n>.log.
+pod_logs_dir = "/var/log/pods"
+# Log level: trace, debug, info, warn or error. Flag --log-level.
+log_level = "info"
+# Write logs as JSON lines instead of text. Flag --log-json.
+log_json = false
+# Ps running Go code (GOMAXPROCS): the work is I/O bound; one P keeps plugin calls ~3x faster. 0: Go's default. Flag --gomaxprocs.
+gomaxprocs = 1
+# Directory of plugin binaries, named microlet-<kind>-<name>. Flag --plugin-dir.
+plugin_dir = "/usr/libexec/microlet/plugins"
+# CRI runtime service endpoint. Flag --container-runtime-endpoint.
+container_runtime_endpoint = "unix:///run/containerd/containerd.sock"
+# CRI image service endpoint. Empty: the runtime endpoint. Flag --image-service-endpoint.
+image_service_endpoint = ""
+# Timeout of every CRI call except long-running ones (pull, logs, exec, attach). Flag --runtime-request-timeout.
+runtime_request_timeout = "2m"
+# Directory (or single file) of static pod manifests; empty disables. Flag --pod-manifest-path.
+static_pod_path = ""
+# URL serving a Pod or PodList of static pods; empty disables. Flag --manifest-url.
+static_pod_url = ""
+# HTTP headers sent to static_pod_url: name = [values]. Flag --manifest-url-header.
+static_pod_url_header = {}
+# Period of full re-reads of static_pod_path (changes are also watched). Flag --file-check-frequency.
+file_check_frequency = "20s"
+# Period of fetches of static_pod_url. Flag --http-check-frequency.
+http_check_frequency = "20s"
+# Longest time between two syncs of a pod with the runtime. Flag --sync-frequency.
+sync_frequency = "1m"
+# Number of pods this node admits. Flag --max-pods.
+max_pods = 110
+# Node address; one IP, or an IPv4 and an IPv6 one separated by a comma. Flag --node-ip.
+node_ip = ""
+# CIDR of pod addresses on this node. Flag --pod-cidr.
+pod_cidr = ""
+# DNS server addresses written into pods' resolv.conf (ClusterFirst pods).
+cluster_dns = []
+# Cluster DNS domain, appended to pods' search paths; empty for none.
+cluster_domain = ""
+# Host resolver file pods with dnsPolicy Default inherit; empty disables.
+resolv_conf = "/etc/resolv.conf"
+# Unix socket of the HTTP pod push source. Empty: <root_dir>/pods.sock.
+pod_push_socket = ""
+# Address of the healthz endpoint.
+healthz_bind_address = "127.0.0.1"
+# Port of the healthz endpoint; 0 disables it.
+healthz_port = 10248
+# Cgroup driver: cgroupfs or systemd.
+cgroup_driver = "cgroupfs"
+# Root cgroup under which the agent places pods.
+cgroup_root = "/"
+
+# How the core runs and supervises plugin processes.
+plugin_host {
+  # Longest wait for a plugin to start and complete its handshake.
+  start_timeout = "10s"
+  # Deadline of each call to a plugin.
+  call_timeout = "2s"
+  # Period of health checks of each plugin.
+  health_interval = "2s"
+  # Deadline of one health check.
+  health_timeout = "1s"
+  # Consecutive failed health checks after which a plugin is restarted.
+  health_failures = 2
+  # First delay before restarting a failed plugin; it grows exponentially up to restart_backoff_max.
+  restart_backoff = "100ms"
+  # Longest delay between restarts.
+  restart_backoff_max = "30s"
+  # Restarts allowed within restart_window before the plugin is disabled.
+  restart_budget = 5
+  # Window over which restart_budget is counted.
+  restart_window = "10m"
+  # Longest wait for in-flight calls when a plugin is stopped or replaced.
+  drain_timeout = "5s"
+  # Watch plugin_dir for changed plugin binaries.
+  watch_plugin_dir = true
+}
+
+# Plugins: one block per plugin, plugin "<kind>" "<name>". Kinds eviction,
+# imagegc, probes, cgroup and stats take at most one block each; devices
+# takes several. Kind and name are lowercase letters, digits and '-'.
+# Each config body is handed to the plugin verbatim; the plugin documents
+# and validates its keys, so the bodies here are left empty.
+plugin "eviction" "kubelet" {
+  # File name in plugin_dir. Empty: microlet-<kind>-<name>.
+  binary = ""
+  # SHA-256 of the binary (64 hex characters), verified on every launch; empty: not pinned.
+  sha256 = ""
+  # Command-line arguments of the plugin process.
+  args = []
+  # Environment variables of the plugin process (values are redacted on /configz).
+  env = {}
+  # The plugin's own settings.
+  config {}
+}
+
+plugin "imagegc" "lru" {
+  config {}
+}
+
+plugin "probes" "default" {
+  config {}
+}
+
+plugin "cgroup" "default" {
+  config {}
+}
+
+plugin "stats" "default" {
+  config {}
+}
+
+plugin "devices" "hostdev" {
+  config {}
+}
