@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Builds the upstream Kubernetes components that tests and benchmarks run side
+# by side with microlet: kube-apiserver, kubelet, kubectl and the sample device
+# plugin, at the k8s.io/kubernetes version pinned in this directory's go.mod.
+#
+#   hack/kube-tools/build.sh [OUT_DIR]     (default: <repo>/.cache/kube/bin)
+#
+# A cold build takes several minutes on 2 cores, so each binary gets a stamp
+# file next to it recording what it was built from (go.mod, go.sum, the Go
+# toolchain, this script's flags); a binary whose stamp matches is skipped.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+out="${1:-$repo/.cache/kube/bin}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+cd "$here"
+
+# Upstream builds these statically (hack/lib/golang.sh KUBE_STATIC_BINARIES);
+# the kubelet and the device plugin keep cgo, as in a release.
+static_pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl)
+cgo_pkgs=(k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/test/images/sample-device-plugin)
+
+version="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+if [[ ! "$version" =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+ ]]; then
+	echo "kube-tools: unexpected k8s.io/kubernetes version '$version' in $here/go.mod (want vMAJOR.MINOR.PATCH)" >&2
+	exit 1
+fi
+major="${BASH_REMATCH[1]}"
+minor="${BASH_REMATCH[2]}"
+
+# The flags of upstream's release build (hack/lib/version.sh, hack/lib/golang.sh),
+# so that `--version` and the embedded version the components report are real.
+ldflags="-s -w"
+for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+	ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+done
+flags=(-trimpath -tags selinux,notest,grpcnotrace -ldflags "$ldflags")
+
+stamp_key="$(
+	{
+		go version
+		echo "${flags[*]}"
+		cat go.mod go.sum
+	} | sha256sum | cut -d' ' -f1
+)"
+
+# stale PKG... prints the packages whose binary is missing or was built from
+# something else.
+stale() {
+	local pkg bin
+	for pkg in "$@"; do
+		bin="$out/${pkg##*/}"
+		if [[ -x "$bin" && "$(cat "$bin.stamp" 2>/dev/null)" == "$version $stamp_key" ]]; then
+			echo "kube-tools: ${pkg##*/} $version is up to date" >&2
+		else
+			echo "$pkg"
+		fi
+	done
+}
+
+# build CGO_ENABLED PKG... builds the packages in one go invocation, so that
+# they share the compilation of their common dependencies.
+build() {
+	local cgo="$1"
+	shift
+	(($#)) || return 0
+	echo "kube-tools: building ${*##*/} $version into $out" >&2
+	local start=$SECONDS pkg
+	CGO_ENABLED="$cgo" go build "${flags[@]}" -o "$out/" "$@"
+	for pkg in "$@"; do
+		echo "$version $stamp_key" >"$out/${pkg##*/}.stamp"
+	done
+	echo "kube-tools: built ${*##*/} in $((SECONDS - start))s" >&2
+}
+
+mapfile -t todo_static < <(stale "${static_pkgs[@]}")
+mapfile -t todo_cgo < <(stale "${cgo_pkgs[@]}")
+build 0 "${todo_static[@]}"
+build 1 "${todo_cgo[@]}"
