@@ -3,7 +3,9 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -29,8 +31,10 @@ type baseServer[C any] struct {
 	// in-process test harness must not unmap its test binary's pages.
 	releaseMemory bool
 
-	mu         sync.Mutex
-	configured bool
+	// configureMu serialises Configure; configured opens the kind's
+	// service (see guardedRegistrar) once Configure has succeeded.
+	configureMu sync.Mutex
+	configured  *atomic.Bool
 }
 
 func (s *baseServer[C]) GetIdentity(context.Context, *basev1.GetIdentityRequest) (*basev1.GetIdentityResponse, error) {
@@ -54,9 +58,17 @@ func (s *baseServer[C]) ValidateConfig(_ context.Context, req *basev1.ValidateCo
 	return &basev1.ValidateConfigResponse{Errors: errs.proto()}, nil
 }
 
+// Configure applies a config block once per process: a changed block makes
+// the core start a new process beside this one. A failed Configure applies
+// nothing, so the core may try again.
 func (s *baseServer[C]) Configure(ctx context.Context, req *basev1.ConfigureRequest) (*basev1.ConfigureResponse, error) {
 	if err := s.checkAPIVersion(req.GetApiVersion()); err != nil {
 		return nil, err
+	}
+	s.configureMu.Lock()
+	defer s.configureMu.Unlock()
+	if s.configured.Load() {
+		return nil, status.Error(codes.FailedPrecondition, "already configured: the core starts a new plugin process for a new config")
 	}
 	cfg, errs := decodeConfig[C](req.GetConfig())
 	if len(errs) > 0 {
@@ -65,27 +77,33 @@ func (s *baseServer[C]) Configure(ctx context.Context, req *basev1.ConfigureRequ
 	if level := hclog.LevelFromString(req.GetLogLevel()); level != hclog.NoLevel {
 		s.logger.SetLevel(level)
 	}
-	var host *Host
-	if id := req.GetHostServiceBrokerId(); id != 0 {
-		conn, err := s.broker.Dial(id)
-		if err != nil {
-			return nil, status.Errorf(codes.Unavailable, "dial the core's host service: %v", err)
-		}
-		host = &Host{client: hostv1.NewHostServiceClient(conn), NodeName: req.GetNodeName()}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.configured {
-		return nil, status.Error(codes.FailedPrecondition, "already configured: the core starts a new process for a new config")
+	host, err := s.dialHost(req)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.plugin.Configure(ctx, cfg, host); err != nil {
+		host.close()
 		return nil, asStatus(err, codes.InvalidArgument)
 	}
-	s.configured = true
+	s.configured.Store(true)
 	if s.releaseMemory {
 		go releaseStartupMemory()
 	}
 	return &basev1.ConfigureResponse{}, nil
+}
+
+// dialHost connects to the HostService the core serves for this process
+// over the go-plugin broker; nil when the core offers none.
+func (s *baseServer[C]) dialHost(req *basev1.ConfigureRequest) (*Host, error) {
+	id := req.GetHostServiceBrokerId()
+	if id == 0 {
+		return nil, nil
+	}
+	conn, err := s.broker.Dial(id)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "dial the core's host service (broker id %d): %v", id, err)
+	}
+	return &Host{client: hostv1.NewHostServiceClient(conn), conn: conn, NodeName: req.GetNodeName()}, nil
 }
 
 func (s *baseServer[C]) Shutdown(ctx context.Context, _ *basev1.ShutdownRequest) (*basev1.ShutdownResponse, error) {
@@ -97,14 +115,12 @@ func (s *baseServer[C]) Shutdown(ctx context.Context, _ *basev1.ShutdownRequest)
 	return &basev1.ShutdownResponse{}, nil
 }
 
+// checkAPIVersion accepts the versions of the kind's API the plugin
+// serves. An empty version is accepted: the core may validate a config
+// before it has chosen.
 func (s *baseServer[C]) checkAPIVersion(v string) error {
-	if v == "" {
-		return nil // the core asks before choosing
-	}
-	for _, have := range s.apiVersions {
-		if have == v {
-			return nil
-		}
+	if v == "" || slices.Contains(s.apiVersions, v) {
+		return nil
 	}
 	return status.Error(codes.Unimplemented, fmt.Sprintf("%s API %q is not served (serving %v)", s.info.Kind, v, s.apiVersions))
 }

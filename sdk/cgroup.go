@@ -23,13 +23,13 @@ type CgroupAdmitter interface {
 // CapabilityCgroupAdmit says the plugin implements CgroupAdmitter.
 const CapabilityCgroupAdmit = "cgroup.admit"
 
-func adaptCgroup(impl any) (func(*grpc.Server), []string, error) {
+func adaptCgroup(impl any) (func(grpc.ServiceRegistrar), []string, error) {
 	p, err := mustImplement[CgroupPlanner](impl, "sdk.CgroupPlanner (PlanPod, PlanNode)")
 	if err != nil {
 		return nil, nil, err
 	}
 	caps := capabilityIf[CgroupAdmitter](impl, CapabilityCgroupAdmit)
-	return func(g *grpc.Server) { cgroupv1.RegisterCgroupServiceServer(g, &cgroupServer{impl: p}) }, caps, nil
+	return func(g grpc.ServiceRegistrar) { cgroupv1.RegisterCgroupServiceServer(g, &cgroupServer{impl: p}) }, caps, nil
 }
 
 type cgroupServer struct {

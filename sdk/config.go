@@ -1,10 +1,7 @@
 package sdk
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
+	"reflect"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -14,7 +11,8 @@ import (
 
 // ConfigError is one problem in a plugin's config block.
 type ConfigError struct {
-	// Path is the dotted key inside the block; empty for the block itself.
+	// Path is the dotted key inside the block ("hard.memory_available",
+	// "devices[2].path"); empty for the block itself.
 	Path string
 	// Message says what is wrong and what was expected.
 	Message string
@@ -50,74 +48,45 @@ func (es ConfigErrors) proto() []*basev1.ConfigError {
 type defaulter interface{ SetDefaults() }
 type validator interface{ Validate() error }
 
-// decodeConfig decodes a config block into a new C: defaults first, then the
-// block (strictly: unknown keys are errors), then C's own validation.
+// decodeConfig decodes a config block into a new C: SetDefaults first (if
+// C has it), then the block (strictly: unknown keys and type errors are
+// reported, every one of them, each with its key path), then C's Validate
+// (if it has one, and only when the block decoded cleanly).
 func decodeConfig[C any](block *structpb.Struct) (*C, ConfigErrors) {
 	cfg := new(C)
 	if d, ok := any(cfg).(defaulter); ok {
 		d.SetDefaults()
 	}
-	if block != nil && len(block.GetFields()) > 0 {
-		raw, err := json.Marshal(block.AsMap())
-		if err != nil {
-			return nil, ConfigErrors{{Message: err.Error()}}
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(cfg); err != nil {
-			return nil, ConfigErrors{jsonConfigError(err)}
-		}
+	var dec configDecoder
+	dec.decode("", block.AsMap(), reflect.ValueOf(cfg).Elem())
+	if len(dec.errs) > 0 {
+		return nil, dec.errs
 	}
 	if v, ok := any(cfg).(validator); ok {
 		if err := v.Validate(); err != nil {
-			var errs ConfigErrors
-			var one ConfigError
-			switch {
-			case errors.As(err, &errs):
-				return nil, errs
-			case errors.As(err, &one):
-				return nil, ConfigErrors{one}
-			default:
-				return nil, ConfigErrors{{Message: err.Error()}}
-			}
+			return nil, configErrorsOf(err)
 		}
 	}
 	return cfg, nil
 }
 
-// jsonConfigError turns encoding/json's errors into ones that name the key
-// and say what was expected, in the operator's terms.
-func jsonConfigError(err error) ConfigError {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		return ConfigError{
-			Path:    typeErr.Field,
-			Message: fmt.Sprintf("expected %s, got %s", describeType(typeErr.Type.String()), typeErr.Value),
+// configErrorsOf turns what a Validate method (or Configure) returned into
+// ConfigErrors: a ConfigErrors or ConfigError as they are, errors.Join of
+// several flattened, anything else as one error about the whole block.
+func configErrorsOf(err error) ConfigErrors {
+	switch e := err.(type) {
+	case ConfigErrors:
+		return e
+	case ConfigError:
+		return ConfigErrors{e}
+	case *ConfigError:
+		return ConfigErrors{*e}
+	case interface{ Unwrap() []error }:
+		var all ConfigErrors
+		for _, inner := range e.Unwrap() {
+			all = append(all, configErrorsOf(inner)...)
 		}
+		return all
 	}
-	msg := err.Error()
-	if key, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return ConfigError{Path: strings.Trim(key, `"`), Message: "unknown key"}
-	}
-	// Errors from a field's UnmarshalJSON (Quantity, Duration) name no field.
-	return ConfigError{Message: strings.TrimPrefix(msg, "json: ")}
-}
-
-func describeType(goType string) string {
-	switch {
-	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
-		return "a whole number"
-	case strings.HasPrefix(goType, "float"):
-		return "a number"
-	case goType == "string":
-		return "a string"
-	case goType == "bool":
-		return "true or false"
-	case strings.HasPrefix(goType, "[]"):
-		return "a list"
-	case strings.HasPrefix(goType, "map["):
-		return "a block of key = value"
-	default:
-		return goType
-	}
+	return ConfigErrors{{Message: err.Error()}}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	devicesv1 "github.com/microlet/microlet/proto/microlet/devices/v1"
 )
@@ -27,12 +29,23 @@ type PreStarter interface {
 	PreStartContainer(ctx context.Context, req *devicesv1.PreStartContainerRequest) error
 }
 
-func adaptDevices(impl any) (func(*grpc.Server), []string, error) {
+// Optional devices capabilities, as GetCapabilities reports them. A
+// resource may set preferred_allocation_available or pre_start_required
+// only when the plugin has the matching capability; the SDK refuses to send
+// one that claims more.
+const (
+	CapabilityDevicesPreferredAllocation = "devices.preferred_allocation"
+	CapabilityDevicesPreStart            = "devices.pre_start"
+)
+
+func adaptDevices(impl any) (func(grpc.ServiceRegistrar), []string, error) {
 	p, err := mustImplement[DevicePlugin](impl, "sdk.DevicePlugin (ListAndWatch, Allocate)")
 	if err != nil {
 		return nil, nil, err
 	}
-	return func(g *grpc.Server) { devicesv1.RegisterDevicesServiceServer(g, &devicesServer{impl: p}) }, nil, nil
+	caps := append(capabilityIf[PreferredAllocator](impl, CapabilityDevicesPreferredAllocation),
+		capabilityIf[PreStarter](impl, CapabilityDevicesPreStart)...)
+	return func(g grpc.ServiceRegistrar) { devicesv1.RegisterDevicesServiceServer(g, &devicesServer{impl: p}) }, caps, nil
 }
 
 type devicesServer struct {
@@ -41,9 +54,28 @@ type devicesServer struct {
 }
 
 func (s *devicesServer) ListAndWatch(_ *devicesv1.ListAndWatchRequest, stream grpc.ServerStreamingServer[devicesv1.ListAndWatchResponse]) error {
-	return s.impl.ListAndWatch(stream.Context(), func(rs []*devicesv1.Resource) error {
+	return streamError(s.impl.ListAndWatch(stream.Context(), func(rs []*devicesv1.Resource) error {
+		if err := s.checkResources(rs); err != nil {
+			return err
+		}
 		return stream.Send(&devicesv1.ListAndWatchResponse{Resources: rs})
-	})
+	}))
+}
+
+// checkResources refuses resources that promise calls the plugin does not
+// implement: the core would make them and fail every allocation.
+func (s *devicesServer) checkResources(rs []*devicesv1.Resource) error {
+	_, allocator := s.impl.(PreferredAllocator)
+	_, preStarter := s.impl.(PreStarter)
+	for _, r := range rs {
+		if r.GetPreferredAllocationAvailable() && !allocator {
+			return status.Errorf(codes.Internal, "resource %q sets preferred_allocation_available, but the plugin does not implement sdk.PreferredAllocator", r.GetName())
+		}
+		if r.GetPreStartRequired() && !preStarter {
+			return status.Errorf(codes.Internal, "resource %q sets pre_start_required, but the plugin does not implement sdk.PreStarter", r.GetName())
+		}
+	}
+	return nil
 }
 
 func (s *devicesServer) GetPreferredAllocation(ctx context.Context, req *devicesv1.GetPreferredAllocationRequest) (*devicesv1.GetPreferredAllocationResponse, error) {

@@ -1,28 +1,33 @@
 package sdk
 
 import (
+	"context"
 	"errors"
-	"fmt"
+	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// Errors a plugin returns carry gRPC status codes with fixed meanings, so the
-// core can tell what to do without reading messages.
+// Errors a plugin returns carry gRPC status codes with fixed meanings
+// (microlet.base.v1), so the core can tell what to do without reading
+// messages. A plain error from a kind's method is UNKNOWN, from Configure
+// INVALID_ARGUMENT; context.DeadlineExceeded and context.Canceled keep
+// their own codes.
 
-// Retryable says the call may succeed if tried again later.
+// Retryable says the call may succeed if tried again later (UNAVAILABLE).
 func Retryable(format string, args ...any) error {
 	return status.Errorf(codes.Unavailable, format, args...)
 }
 
-// Invalid says the request is wrong; trying again will not help.
+// Invalid says the request is wrong; trying again will not help
+// (INVALID_ARGUMENT).
 func Invalid(format string, args ...any) error {
 	return status.Errorf(codes.InvalidArgument, format, args...)
 }
 
-// Unsupported says the plugin does not do this.
+// Unsupported says the plugin does not do this (UNIMPLEMENTED).
 func Unsupported(format string, args ...any) error {
 	return status.Errorf(codes.Unimplemented, format, args...)
 }
@@ -41,15 +46,38 @@ func InvalidConfig(errs ConfigErrors) error {
 	return st.Err()
 }
 
-// asStatus keeps an error that already is a gRPC status and gives any other
-// the code fallback.
+// asStatus turns an error from plugin code into a gRPC status: a status
+// (even wrapped) keeps its code and details, the context's errors keep
+// theirs, config errors become InvalidConfig, and anything else gets the
+// fallback code.
 func asStatus(err error, fallback codes.Code) error {
-	if _, ok := status.FromError(err); ok {
-		return err
+	var inner interface {
+		error
+		GRPCStatus() *status.Status
+	}
+	if errors.As(err, &inner) {
+		if inner == err {
+			return err
+		}
+		// Wrapped: keep the wrapping words, but not the inner error's
+		// "rpc error: code = ... desc = " prefix.
+		st := inner.GRPCStatus().Proto()
+		st.Message = strings.Replace(err.Error(), inner.Error(), st.GetMessage(), 1)
+		return status.FromProto(st).Err()
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
 	}
 	var errs ConfigErrors
-	if errors.As(err, &errs) {
+	var one ConfigError
+	switch {
+	case errors.As(err, &errs):
 		return InvalidConfig(errs)
+	case errors.As(err, &one):
+		return InvalidConfig(ConfigErrors{one})
 	}
-	return status.Error(fallback, fmt.Sprint(err))
+	return status.Error(fallback, err.Error())
 }

@@ -32,14 +32,14 @@ const (
 	CapabilityEvictionReservation = "eviction.reservation"
 )
 
-func adaptEviction(impl any) (func(*grpc.Server), []string, error) {
+func adaptEviction(impl any) (func(grpc.ServiceRegistrar), []string, error) {
 	s, err := mustImplement[EvictionStrategy](impl, "sdk.EvictionStrategy (Synchronize)")
 	if err != nil {
 		return nil, nil, err
 	}
 	caps := append(capabilityIf[EvictionAdmitter](impl, CapabilityEvictionAdmit),
 		capabilityIf[NodeReserver](impl, CapabilityEvictionReservation)...)
-	return func(g *grpc.Server) { evictionv1.RegisterEvictionServiceServer(g, &evictionServer{impl: s}) }, caps, nil
+	return func(g grpc.ServiceRegistrar) { evictionv1.RegisterEvictionServiceServer(g, &evictionServer{impl: s}) }, caps, nil
 }
 
 type evictionServer struct {

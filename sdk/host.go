@@ -17,6 +17,8 @@ import (
 // the node, its pods and the runtime, and exec in a container.
 type Host struct {
 	client hostv1.HostServiceClient
+	// conn is the broker connection the SDK dialled; nil for NewHost.
+	conn *grpc.ClientConn
 	// NodeName is the node's name.
 	NodeName string
 }
@@ -24,6 +26,13 @@ type Host struct {
 // NewHost wraps a HostService client; for tests that fake the core.
 func NewHost(client hostv1.HostServiceClient, nodeName string) *Host {
 	return &Host{client: client, NodeName: nodeName}
+}
+
+// close drops the connection the SDK dialled, when Configure fails.
+func (h *Host) close() {
+	if h != nil && h.conn != nil {
+		_ = h.conn.Close()
+	}
 }
 
 // Client is the raw HostService client, for calls without a helper here.

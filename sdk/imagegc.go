@@ -26,13 +26,13 @@ const (
 	CapabilityImageGCContainers = "imagegc.containers"
 )
 
-func adaptImageGC(impl any) (func(*grpc.Server), []string, error) {
+func adaptImageGC(impl any) (func(grpc.ServiceRegistrar), []string, error) {
 	caps := append(capabilityIf[ImageCollector](impl, CapabilityImageGCImages),
 		capabilityIf[ContainerCollector](impl, CapabilityImageGCContainers)...)
 	if len(caps) == 0 {
 		return nil, nil, fmt.Errorf("implements neither sdk.ImageCollector nor sdk.ContainerCollector")
 	}
-	return func(g *grpc.Server) { imagegcv1.RegisterImageGCServiceServer(g, &imageGCServer{impl: impl}) }, caps, nil
+	return func(g grpc.ServiceRegistrar) { imagegcv1.RegisterImageGCServiceServer(g, &imageGCServer{impl: impl}) }, caps, nil
 }
 
 type imageGCServer struct {
@@ -45,19 +45,27 @@ func (s *imageGCServer) PlanImageGC(stream grpc.ClientStreamingServer[imagegcv1.
 	if !ok {
 		return unsupported("PlanImageGC")
 	}
-	reqs, err := recvAll(stream.Recv)
-	if err != nil {
-		return err
-	}
 	var gc *imagegcv1.ImageGCContext
 	var images []*imagegcv1.Image
-	for _, r := range reqs {
+	err := recvEach(stream.Recv, func(r *imagegcv1.PlanImageGCRequest) error {
 		switch item := r.GetItem().(type) {
 		case *imagegcv1.PlanImageGCRequest_Context:
+			if gc != nil {
+				return Invalid("PlanImageGC: a second ImageGCContext; the stream carries one, first")
+			}
 			gc = item.Context
-		case *imagegcv1.PlanImageGCRequest_Image:
-			images = append(images, item.Image)
+			return nil
+		case nil:
+			return Invalid("PlanImageGC: a message with neither a context nor an image")
 		}
+		if gc == nil {
+			return Invalid("PlanImageGC: an image before the ImageGCContext; the context comes first")
+		}
+		images = append(images, r.GetImage())
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if gc == nil {
 		return Invalid("PlanImageGC: the stream carried no ImageGCContext")
@@ -74,22 +82,32 @@ func (s *imageGCServer) PlanContainerGC(stream grpc.ClientStreamingServer[imageg
 	if !ok {
 		return unsupported("PlanContainerGC")
 	}
-	reqs, err := recvAll(stream.Recv)
-	if err != nil {
-		return err
-	}
 	var gc *imagegcv1.ContainerGCContext
 	var containers []*imagegcv1.DeadContainer
 	var sandboxes []*imagegcv1.Sandbox
-	for _, r := range reqs {
+	err := recvEach(stream.Recv, func(r *imagegcv1.PlanContainerGCRequest) error {
 		switch item := r.GetItem().(type) {
 		case *imagegcv1.PlanContainerGCRequest_Context:
+			if gc != nil {
+				return Invalid("PlanContainerGC: a second ContainerGCContext; the stream carries one, first")
+			}
 			gc = item.Context
-		case *imagegcv1.PlanContainerGCRequest_Container:
-			containers = append(containers, item.Container)
-		case *imagegcv1.PlanContainerGCRequest_Sandbox:
-			sandboxes = append(sandboxes, item.Sandbox)
+			return nil
+		case nil:
+			return Invalid("PlanContainerGC: a message with neither a context, a container nor a sandbox")
 		}
+		if gc == nil {
+			return Invalid("PlanContainerGC: a container or sandbox before the ContainerGCContext; the context comes first")
+		}
+		if dead := r.GetContainer(); dead != nil {
+			containers = append(containers, dead)
+		} else {
+			sandboxes = append(sandboxes, r.GetSandbox())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if gc == nil {
 		return Invalid("PlanContainerGC: the stream carried no ContainerGCContext")

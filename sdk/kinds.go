@@ -26,7 +26,7 @@ type kind struct {
 	apiVersions []string
 	// adapt checks that impl implements the kind's interface and returns
 	// how to register its service and which optional capabilities it offers.
-	adapt func(impl any) (register func(*grpc.Server), capabilities []string, err error)
+	adapt func(impl any) (register func(grpc.ServiceRegistrar), capabilities []string, err error)
 }
 
 var kinds = map[string]kind{
@@ -65,7 +65,7 @@ func capabilityIf[T any](impl any, name string) []string {
 	return nil
 }
 
-// call runs a plugin method and keeps its error a gRPC status.
+// call keeps a plugin method's error a gRPC status.
 func call[Resp any](resp *Resp, err error) (*Resp, error) {
 	if err != nil {
 		return nil, asStatus(err, codes.Unknown)
@@ -73,19 +73,29 @@ func call[Resp any](resp *Resp, err error) (*Resp, error) {
 	return resp, nil
 }
 
-// recvAll drains a client stream whose first message carries the context
-// and the rest carry items.
-func recvAll[Req any](recv func() (*Req, error)) ([]*Req, error) {
-	var all []*Req
+// streamError keeps the error a plugin's stream method returned a gRPC
+// status; nil stays nil.
+func streamError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return asStatus(err, codes.Unknown)
+}
+
+// recvEach hands every message of a client stream to each, until the
+// client closes the stream or each fails.
+func recvEach[Req any](recv func() (*Req, error), each func(*Req) error) error {
 	for {
 		req, err := recv()
 		if errors.Is(err, io.EOF) {
-			return all, nil
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		all = append(all, req)
+		if err := each(req); err != nil {
+			return err
+		}
 	}
 }
 

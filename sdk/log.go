@@ -2,36 +2,32 @@ package sdk
 
 import (
 	"os"
-	"sync/atomic"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/microlet/microlet/sdk/transport"
 )
 
-var pluginLogger atomic.Pointer[hclog.Logger]
-
 // Log returns the plugin's logger. Lines go to standard error as JSON, and
-// go-plugin forwards them into the core's log as plugin.<kind>.<name>.
-func Log() hclog.Logger {
-	if l := pluginLogger.Load(); l != nil {
-		return *l
-	}
-	return hclog.NewNullLogger()
-}
+// go-plugin forwards them into the core's log as plugin.<kind>.<name>. It
+// logs at the level the core logs at (from the environment at start, then
+// from Configure), so that no line is shipped only to be dropped. Outside a
+// plugin process (a test serving the plugin in-process) it writes to the
+// test binary's standard error.
+func Log() hclog.Logger { return pluginLogger() }
 
-// newLogger logs at the level the core logs at, so that no line is shipped
-// only to be dropped.
-func newLogger() hclog.Logger {
+// pluginLogger is created once, on first use. It holds on to the standard
+// error the process started with: after the handshake go-plugin replaces
+// os.Stderr with a pipe the core discards.
+var pluginLogger = sync.OnceValue(func() hclog.Logger {
 	level := hclog.LevelFromString(os.Getenv(transport.EnvLogLevel))
 	if level == hclog.NoLevel {
 		level = hclog.Info
 	}
-	l := hclog.New(&hclog.LoggerOptions{
+	return hclog.New(&hclog.LoggerOptions{
 		Level:      level,
 		Output:     os.Stderr,
 		JSONFormat: true,
 	})
-	pluginLogger.Store(&l)
-	return l
-}
+})

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"bufio"
+	"debug/elf"
 	"fmt"
 	"os"
 	"runtime"
@@ -27,10 +28,17 @@ func limitParallelism() {
 // Those pages are clean and stay in the page cache: a later access is a
 // minor fault, and the kernel could reclaim them anyway. What remains mapped
 // is the plugin's real working set.
+//
+// Only a fixed-address executable (ET_EXEC, what `go build` makes by
+// default) qualifies. In a position-independent one (-buildmode=pie, as
+// some distributions build) the loader relocates pointers in the RELRO
+// segment and then makes it read-only: those pages look clean in
+// /proc/self/maps but are not, and dropping them would bring back the
+// unrelocated bytes from the file.
 func releaseStartupMemory() {
 	debug.FreeOSMemory()
 	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
+	if err != nil || !fixedAddressExecutable("/proc/self/exe") {
 		return
 	}
 	maps, err := os.Open("/proc/self/maps")
@@ -51,4 +59,14 @@ func releaseStartupMemory() {
 		}
 		_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, lo, hi-lo, syscall.MADV_DONTNEED)
 	}
+}
+
+// fixedAddressExecutable reports whether the ELF file at path is ET_EXEC.
+func fixedAddressExecutable(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return f.Type == elf.ET_EXEC
 }

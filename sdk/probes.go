@@ -22,12 +22,12 @@ type Prober interface {
 	WatchResults(ctx context.Context, send func(*probesv1.ProbeResult) error) error
 }
 
-func adaptProbes(impl any) (func(*grpc.Server), []string, error) {
-	p, err := mustImplement[Prober](impl, "sdk.Prober")
+func adaptProbes(impl any) (func(grpc.ServiceRegistrar), []string, error) {
+	p, err := mustImplement[Prober](impl, "sdk.Prober (SetContainerProbes, RemoveContainerProbes, SyncProbes, WatchResults)")
 	if err != nil {
 		return nil, nil, err
 	}
-	return func(g *grpc.Server) { probesv1.RegisterProbesServiceServer(g, &probesServer{impl: p}) }, nil, nil
+	return func(g grpc.ServiceRegistrar) { probesv1.RegisterProbesServiceServer(g, &probesServer{impl: p}) }, nil, nil
 }
 
 type probesServer struct {
@@ -43,17 +43,23 @@ func (s *probesServer) SetContainerProbes(ctx context.Context, req *probesv1.Set
 }
 
 func (s *probesServer) RemoveContainerProbes(ctx context.Context, req *probesv1.RemoveContainerProbesRequest) (*probesv1.RemoveContainerProbesResponse, error) {
+	if req.GetContainerId() == "" {
+		return nil, Invalid("RemoveContainerProbes: container_id is empty")
+	}
 	return call(&probesv1.RemoveContainerProbesResponse{}, s.impl.RemoveContainerProbes(ctx, req.GetContainerId()))
 }
 
 func (s *probesServer) SyncProbes(stream grpc.ClientStreamingServer[probesv1.SyncProbesRequest, probesv1.SyncProbesResponse]) error {
-	reqs, err := recvAll(stream.Recv)
+	var all []*probesv1.ContainerProbes
+	err := recvEach(stream.Recv, func(r *probesv1.SyncProbesRequest) error {
+		if r.GetContainer().GetContainerId() == "" {
+			return Invalid("SyncProbes: message %d has an empty container_id", len(all)+1)
+		}
+		all = append(all, r.GetContainer())
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	all := make([]*probesv1.ContainerProbes, 0, len(reqs))
-	for _, r := range reqs {
-		all = append(all, r.GetContainer())
 	}
 	if _, err := call(&probesv1.SyncProbesResponse{}, s.impl.SyncProbes(stream.Context(), all)); err != nil {
 		return err
@@ -62,7 +68,7 @@ func (s *probesServer) SyncProbes(stream grpc.ClientStreamingServer[probesv1.Syn
 }
 
 func (s *probesServer) WatchResults(_ *probesv1.WatchResultsRequest, stream grpc.ServerStreamingServer[probesv1.WatchResultsResponse]) error {
-	return s.impl.WatchResults(stream.Context(), func(r *probesv1.ProbeResult) error {
+	return streamError(s.impl.WatchResults(stream.Context(), func(r *probesv1.ProbeResult) error {
 		return stream.Send(&probesv1.WatchResultsResponse{Result: r})
-	})
+	}))
 }

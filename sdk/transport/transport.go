@@ -5,7 +5,9 @@ package transport
 
 import (
 	"context"
+	"os/exec"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 )
@@ -74,4 +76,25 @@ func (p *GRPCPlugin) GRPCClient(ctx context.Context, broker *plugin.GRPCBroker, 
 // ServeConfig.
 func PluginSet(p *GRPCPlugin) map[int]plugin.PluginSet {
 	return map[int]plugin.PluginSet{ProtocolVersion: {PluginName: p}}
+}
+
+// ClientConfig is how a plugin binary is launched: gRPC only, AutoMTLS (only
+// the process that launched the plugin can talk to it), none of the
+// launcher's environment (cmd.Env is all the plugin gets, besides
+// go-plugin's own variables), and messages bounded by MaxMessageBytes both
+// ways. The core may add its runner, socket directory and start timeout;
+// sdktest uses it as it is.
+func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *plugin.ClientConfig {
+	return &plugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: PluginSet(&GRPCPlugin{}),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		SkipHostEnv:      true,
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(MaxMessageBytes),
+			grpc.MaxCallSendMsgSize(MaxMessageBytes))},
+		Logger: logger,
+	}
 }
