@@ -3,4 +3,5 @@
 package sdk
 
 func limitParallelism()     {}
+func nameProcess()          {}
 func releaseStartupMemory() {}

@@ -47,6 +47,7 @@ type Plugin[C any] interface {
 // handshake, so the core reports it at launch.
 func Serve[C any](info Info, p Plugin[C]) {
 	limitParallelism()
+	nameProcess()
 	logger := Log()
 	gp, err := newGRPCPlugin(info, p, logger, true)
 	if err != nil {

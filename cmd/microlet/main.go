@@ -1,0 +1,92 @@
+// Command microlet is the node agent.
+//
+//	microlet [flags]                          run the agent
+//	microlet config validate [flags] [FILE]   check a config, including every plugin's block
+//	microlet version
+//
+// Flags are the kubelet's where it has one (--config, --config-dir,
+// --root-dir, --pod-manifest-path, ...); see docs/configuration.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/microlet/microlet/core/agent"
+	"github.com/microlet/microlet/core/config"
+	"github.com/microlet/microlet/core/logging"
+)
+
+// version is set at build time with -ldflags '-X main.version=...'.
+var version = "dev"
+
+func main() {
+	args := os.Args[1:]
+	switch {
+	case len(args) >= 2 && args[0] == "config" && args[1] == "validate":
+		os.Exit(validateCommand(args[2:]))
+	case len(args) >= 1 && args[0] == "version":
+		fmt.Println("microlet", version)
+	default:
+		os.Exit(runCommand(args))
+	}
+}
+
+// loadConfig parses flags (a positional FILE is the main config file) and
+// loads the config from every source.
+func loadConfig(name string, args []string) (*config.Config, config.LoadOptions, error) {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	config.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, config.LoadOptions{}, err
+	}
+	opts := config.LoadOptionsFromFlags(fs, os.Environ())
+	if fs.NArg() > 1 {
+		return nil, opts, fmt.Errorf("expected at most one config file, got %q", fs.Args())
+	}
+	if fs.NArg() == 1 {
+		if opts.MainFile != "" {
+			return nil, opts, errors.New("give the config file either as an argument or with --config, not both")
+		}
+		opts.MainFile = fs.Arg(0)
+	}
+	cfg, err := config.Load(opts)
+	return cfg, opts, err
+}
+
+func runCommand(args []string) int {
+	cfg, loadOpts, err := loadConfig("microlet", args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "microlet: %v\n", err)
+		return 2
+	}
+	if cfg.GOMAXPROCS > 0 {
+		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
+	}
+	logger, err := logging.New(cfg.LogLevel, cfg.LogJSON, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "microlet: %v\n", err)
+		return 2
+	}
+	logger.Info("starting", "version", version, "node", cfg.NodeName, "gomaxprocs", runtime.GOMAXPROCS(0))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := agent.New(cfg, agent.Options{Load: loadOpts, Logger: logger})
+	if err != nil {
+		logger.Error("cannot start", "error", err)
+		return 1
+	}
+	if err := a.Run(ctx); err != nil {
+		logger.Error("stopped with an error", "error", err)
+		return 1
+	}
+	return 0
+}
