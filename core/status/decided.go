@@ -1,0 +1,42 @@
+package status
+
+import (
+	v1 "k8s.io/api/core/v1"
+)
+
+// Reasons of the statuses the node agent decides itself, upstream's.
+const (
+	// EvictedReason is the reason of an evicted pod's Failed phase.
+	EvictedReason = "Evicted"
+)
+
+// RejectedStatus is the status of a pod that admission refused, as
+// upstream's rejectPod: Failed, with the admission's reason (such as
+// "OutOfcpu") and "Pod was rejected: <message>".
+func RejectedStatus(pod *v1.Pod, reason, message string) v1.PodStatus {
+	return v1.PodStatus{
+		QOSClass: GetPodQOS(pod),
+		Phase:    v1.PodFailed,
+		Reason:   reason,
+		Message:  "Pod was rejected: " + message,
+	}
+}
+
+// EvictedStatusFunc returns the status change of a pod the node agent
+// evicts, as upstream's eviction manager: Failed, reason Evicted, the
+// message, and a DisruptionTarget condition (reason
+// TerminationByKubelet) saying why. Pass it as the kill's PodStatusFunc.
+func EvictedStatusFunc(pod *v1.Pod, message string) func(*v1.PodStatus) {
+	return func(s *v1.PodStatus) {
+		s.Phase = v1.PodFailed
+		s.Reason = EvictedReason
+		s.Message = message
+		s.Conditions = replaceOrAppendCondition(s.Conditions, &v1.PodCondition{
+			Type:               v1.DisruptionTarget,
+			ObservedGeneration: pod.Generation,
+			Status:             v1.ConditionTrue,
+			Reason:             v1.PodReasonTerminationByKubelet,
+			Message:            message,
+		})
+	}
+}
