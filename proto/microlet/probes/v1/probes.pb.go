@@ -996,10 +996,16 @@ type ProbeResult struct {
 	ContainerName string                 `protobuf:"bytes,2,opt,name=container_name,json=containerName,proto3" json:"container_name,omitempty"`
 	ContainerId   string                 `protobuf:"bytes,3,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
 	ProbeType     ProbeType              `protobuf:"varint,4,opt,name=probe_type,json=probeType,proto3,enum=microlet.probes.v1.ProbeType" json:"probe_type,omitempty"`
-	// The verdict after thresholds: what the core acts on.
+	// The verdict after thresholds: what the core acts on. RESULT_UNSPECIFIED
+	// unless this attempt settled a verdict (met its success or failure
+	// threshold).
 	Result Result `protobuf:"varint,5,opt,name=result,proto3,enum=microlet.probes.v1.Result" json:"result,omitempty"`
 	// The outcome of this one attempt: success, failure or unknown; feeds
-	// prober_probe_total.
+	// prober_probe_total. When a watch opens, the plugin first resends each
+	// standing verdict once with attempt RESULT_UNSPECIFIED, which counts no
+	// attempt: a core that kept results across a swap or restart thereby
+	// learns the new process's verdicts without mistaking its starting values
+	// for new ones.
 	Attempt Result                 `protobuf:"varint,6,opt,name=attempt,proto3,enum=microlet.probes.v1.Result" json:"attempt,omitempty"`
 	Message string                 `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
 	Time    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=time,proto3" json:"time,omitempty"`

@@ -41,7 +41,8 @@ type ProbesServiceClient interface {
 	// SyncProbes replaces the whole set with the streamed one, after the
 	// plugin (re)starts.
 	SyncProbes(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[SyncProbesRequest, SyncProbesResponse], error)
-	// WatchResults streams the result of every probe attempt.
+	// WatchResults streams the result of every probe attempt, after the
+	// standing verdicts (see ProbeResult.attempt).
 	WatchResults(ctx context.Context, in *WatchResultsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResultsResponse], error)
 }
 
@@ -121,7 +122,8 @@ type ProbesServiceServer interface {
 	// SyncProbes replaces the whole set with the streamed one, after the
 	// plugin (re)starts.
 	SyncProbes(grpc.ClientStreamingServer[SyncProbesRequest, SyncProbesResponse]) error
-	// WatchResults streams the result of every probe attempt.
+	// WatchResults streams the result of every probe attempt, after the
+	// standing verdicts (see ProbeResult.attempt).
 	WatchResults(*WatchResultsRequest, grpc.ServerStreamingServer[WatchResultsResponse]) error
 	mustEmbedUnimplementedProbesServiceServer()
 }
