@@ -146,3 +146,23 @@ type Container struct {
 	CreatedAt time.Time
 	Hash      uint64
 }
+
+// RunningPod is the listing form of the status holding what killing the
+// pod must stop: its running (or unknown) containers and every sandbox.
+func (s *PodStatus) RunningPod() *Pod {
+	if s == nil {
+		return nil
+	}
+	p := &Pod{UID: s.UID, Name: s.Name, Namespace: s.Namespace}
+	for _, c := range s.Containers {
+		if c.State == StateRunning || c.State == StateUnknown {
+			p.Containers = append(p.Containers, &Container{
+				ID: c.ID, Name: c.Name, SandboxID: c.SandboxID, State: c.State, CreatedAt: c.CreatedAt, Hash: c.Hash,
+			})
+		}
+	}
+	for _, sb := range s.Sandboxes {
+		p.Sandboxes = append(p.Sandboxes, &Sandbox{ID: sb.ID, State: sb.State, CreatedAt: sb.CreatedAt})
+	}
+	return p
+}

@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"github.com/microlet/microlet/core/podspec"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -118,7 +119,7 @@ func wireProbe(p *v1.Probe, env []v1.EnvVar) *probesv1.Probe {
 	}
 	switch h := p.ProbeHandler; {
 	case h.Exec != nil:
-		out.Handler = &probesv1.Probe_Exec{Exec: &probesv1.ExecAction{Command: expandStatic(h.Exec.Command, env)}}
+		out.Handler = &probesv1.Probe_Exec{Exec: &probesv1.ExecAction{Command: podspec.ExpandStatic(h.Exec.Command, env)}}
 	case h.HTTPGet != nil:
 		a := &probesv1.HTTPGetAction{Path: h.HTTPGet.Path, Host: h.HTTPGet.Host, Scheme: string(h.HTTPGet.Scheme)}
 		a.Port, a.PortName = wirePort(h.HTTPGet.Port)

@@ -1,0 +1,259 @@
+package podruntime
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// DNS limits, upstream's (pkg/apis/core/validation/validation.go).
+const (
+	maxDNSNameservers     = 3
+	maxDNSSearchPaths     = 32
+	maxDNSSearchListChars = 2048
+	// maxResolvConfBytes bounds how much of the resolver configuration is
+	// read, as upstream's maxResolvConfLength.
+	maxResolvConfBytes = 10 << 20
+)
+
+// defaultDNSOptions are the options of ClusterFirst pods.
+var defaultDNSOptions = []string{"ndots:5"}
+
+// dnsConfigurer makes pods' DNS configuration, as upstream's
+// pkg/kubelet/network/dns Configurer.
+type dnsConfigurer struct {
+	clusterDNS    []net.IP
+	clusterDomain string
+	resolvConf    string
+	nodeIPs       []net.IP
+	log           hclog.Logger
+}
+
+// podDNS is the sandbox DNS configuration for pod's dnsPolicy:
+//
+//   - ClusterFirst (and ClusterFirstWithHostNet, and ClusterFirst for pods
+//     not on the host network): the cluster DNS servers, the cluster search
+//     paths before the host's, ndots:5; without cluster DNS servers, like
+//     Default;
+//   - Default (and ClusterFirst on the host network): the host's
+//     resolv.conf, or the node's loopback resolver when there is none;
+//   - None: only the pod's dnsConfig.
+//
+// The pod's dnsConfig is then merged in, and the result cut to the limits.
+func (d *dnsConfigurer) podDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
+	config, err := d.hostDNS()
+	if err != nil {
+		return nil, err
+	}
+	switch podDNSType(pod) {
+	case dnsNone:
+		config = &runtimeapi.DNSConfig{}
+	case dnsCluster:
+		if len(d.clusterDNS) != 0 {
+			config.Servers = nil
+			for _, ip := range d.clusterDNS {
+				config.Servers = append(config.Servers, ip.String())
+			}
+			config.Searches = d.clusterSearches(config.Searches, pod)
+			config.Options = slices.Clone(defaultDNSOptions)
+			break
+		}
+		d.log.Warn("no cluster DNS server configured: pod falls back to dnsPolicy Default",
+			"pod", podFullName(pod), "dns_policy", pod.Spec.DNSPolicy)
+		fallthrough
+	case dnsHost:
+		if d.resolvConf == "" {
+			for _, ip := range d.nodeIPs {
+				if ip.To4() == nil {
+					config.Servers = append(config.Servers, "::1")
+				} else {
+					config.Servers = append(config.Servers, "127.0.0.1")
+				}
+			}
+			if len(config.Servers) == 0 {
+				config.Servers = []string{"127.0.0.1"}
+			}
+			config.Searches = []string{"."}
+		}
+	}
+	if pod.Spec.DNSConfig != nil {
+		config.Servers = omitDuplicates(append(config.Servers, pod.Spec.DNSConfig.Nameservers...))
+		config.Searches = omitDuplicates(append(config.Searches, pod.Spec.DNSConfig.Searches...))
+		config.Options = mergeDNSOptions(config.Options, pod.Spec.DNSConfig.Options)
+	}
+	d.fitLimits(config, pod)
+	return config, nil
+}
+
+type dnsType int
+
+const (
+	dnsCluster dnsType = iota
+	dnsHost
+	dnsNone
+)
+
+// podDNSType maps a dnsPolicy to where the pod's DNS comes from. Validation
+// admits only the four policies; an empty one is ClusterFirst.
+func podDNSType(pod *v1.Pod) dnsType {
+	switch pod.Spec.DNSPolicy {
+	case v1.DNSNone:
+		return dnsNone
+	case v1.DNSDefault:
+		return dnsHost
+	case v1.DNSClusterFirst, "":
+		if pod.Spec.HostNetwork {
+			return dnsHost
+		}
+	}
+	return dnsCluster
+}
+
+// hostDNS is what the resolver configuration file says, empty when none is
+// configured.
+func (d *dnsConfigurer) hostDNS() (*runtimeapi.DNSConfig, error) {
+	if d.resolvConf == "" {
+		return &runtimeapi.DNSConfig{}, nil
+	}
+	f, err := os.Open(d.resolvConf)
+	if err != nil {
+		return nil, fmt.Errorf("reading the resolver configuration for pods: %w", err)
+	}
+	defer f.Close()
+	config, err := parseResolvConf(io.LimitReader(f, maxResolvConfBytes))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the resolver configuration %s: %w", d.resolvConf, err)
+	}
+	return config, nil
+}
+
+// parseResolvConf reads the nameserver, search and options lines of a
+// resolv.conf, as upstream: the last search line wins, options merge by
+// name.
+func parseResolvConf(r io.Reader) (*runtimeapi.DNSConfig, error) {
+	config := &runtimeapi.DNSConfig{}
+	scanner := bufio.NewScanner(r)
+	scanner.Buffer(make([]byte, 0, 4096), maxResolvConfBytes)
+	line := 0
+	for scanner.Scan() {
+		line++
+		fields := strings.Fields(scanner.Text())
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		switch fields[0] {
+		case "nameserver":
+			if len(fields) < 2 {
+				return nil, fmt.Errorf("line %d: nameserver without an address", line)
+			}
+			config.Servers = append(config.Servers, fields[1])
+		case "search":
+			config.Searches = nil
+			for _, s := range fields[1:] {
+				if s != "." {
+					config.Searches = append(config.Searches, strings.TrimSuffix(s, "."))
+				}
+			}
+		case "options":
+			config.Options = appendDNSOptions(config.Options, fields[1:]...)
+		}
+	}
+	return config, scanner.Err()
+}
+
+// clusterSearches are the search paths of a ClusterFirst pod:
+// <ns>.svc.<domain>, svc.<domain>, <domain>, then the host's.
+func (d *dnsConfigurer) clusterSearches(hostSearches []string, pod *v1.Pod) []string {
+	if d.clusterDomain == "" {
+		return hostSearches
+	}
+	return omitDuplicates(append([]string{
+		fmt.Sprintf("%s.svc.%s", pod.Namespace, d.clusterDomain),
+		"svc." + d.clusterDomain,
+		d.clusterDomain,
+	}, hostSearches...))
+}
+
+// fitLimits cuts the configuration to what resolvers accept, as upstream:
+// at most 3 servers, 32 search paths of at most 253 characters, 2048
+// characters in all, dropping from the end.
+func (d *dnsConfigurer) fitLimits(config *runtimeapi.DNSConfig, pod *v1.Pod) {
+	if len(config.Servers) > maxDNSNameservers {
+		config.Servers = config.Servers[:maxDNSNameservers]
+		d.log.Warn("nameserver limits were exceeded, some nameservers have been omitted",
+			"pod", podFullName(pod), "applied", strings.Join(config.Servers, " "))
+	}
+	exceeded := false
+	if len(config.Searches) > maxDNSSearchPaths {
+		config.Searches = config.Searches[:maxDNSSearchPaths]
+		exceeded = true
+	}
+	kept := config.Searches[:0]
+	for _, s := range config.Searches {
+		if len(s) > validation.DNS1123SubdomainMaxLength {
+			exceeded = true
+			continue
+		}
+		kept = append(kept, s)
+	}
+	config.Searches = kept
+	for len(config.Searches) > 0 && len(strings.Join(config.Searches, " ")) > maxDNSSearchListChars {
+		config.Searches = config.Searches[:len(config.Searches)-1]
+		exceeded = true
+	}
+	if exceeded {
+		d.log.Warn("search line limits were exceeded, some search paths have been omitted",
+			"pod", podFullName(pod), "applied", strings.Join(config.Searches, " "))
+	}
+}
+
+func omitDuplicates(items []string) []string {
+	seen := make(map[string]bool, len(items))
+	out := items[:0:0]
+	for _, s := range items {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// appendDNSOptions adds resolver options, a later one replacing an earlier
+// one of the same name ("ndots:2" replaces "ndots:5"). Upstream merges
+// through a map and so orders options at random; microlet keeps the order
+// they were first given in.
+func appendDNSOptions(options []string, more ...string) []string {
+	out := slices.Clone(options)
+	for _, o := range more {
+		name, _, _ := strings.Cut(o, ":")
+		if i := slices.IndexFunc(out, func(e string) bool { n, _, _ := strings.Cut(e, ":"); return n == name }); i >= 0 {
+			out[i] = o
+		} else {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// mergeDNSOptions adds a pod's dnsConfig options to existing ones.
+func mergeDNSOptions(existing []string, options []v1.PodDNSConfigOption) []string {
+	more := make([]string, 0, len(options))
+	for _, o := range options {
+		if o.Value != nil && *o.Value != "" {
+			more = append(more, o.Name+":"+*o.Value)
+		} else {
+			more = append(more, o.Name)
+		}
+	}
+	return appendDNSOptions(existing, more...)
+}

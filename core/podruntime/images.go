@@ -1,0 +1,170 @@
+package podruntime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/distribution/reference"
+	"github.com/hashicorp/go-hclog"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	crierrors "k8s.io/cri-api/pkg/errors"
+)
+
+// imageService is the part of the CRI client the puller uses.
+type imageService interface {
+	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error)
+	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+}
+
+// imagePuller makes sure a container's image is present, as upstream's
+// image manager (pkg/kubelet/images): pull policies, a backoff per pod and
+// image after failed pulls, and a bound on concurrent pulls. Pull secrets
+// and credential providers do not exist on a node without an API server.
+type imagePuller struct {
+	images  imageService
+	backoff *backoff
+	// slots bounds concurrent pulls: capacity 1 serializes them.
+	slots   chan struct{}
+	now     func() time.Time
+	metrics *metrics
+	log     hclog.Logger
+
+	// lastErrors keeps the last pull error of each backoff key, which the
+	// ImagePullBackOff message repeats.
+	lastErrors sync.Map
+}
+
+func newImagePuller(images imageService, maxParallel int, now func() time.Time, met *metrics, log hclog.Logger) *imagePuller {
+	return &imagePuller{
+		images:  images,
+		backoff: newBackoff(imageBackOffPeriod, maxImageBackOff, now),
+		slots:   make(chan struct{}, max(1, maxParallel)),
+		now:     now,
+		metrics: met,
+		log:     log,
+	}
+}
+
+// ensureImage returns the runtime's reference to c's image, pulling it per
+// c's pull policy. A failure is a reasonError with upstream's reason and
+// message.
+func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	image, err := applyDefaultImageTag(c.Image)
+	if err != nil {
+		return "", newReasonError(ErrInvalidImageName, "Failed to apply default image tag %q: %v", c.Image, err)
+	}
+	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image, Annotations: pod.Annotations}
+
+	if c.ImagePullPolicy != v1.PullAlways {
+		resp, err := p.images.ImageStatus(ctx, spec, false)
+		if err != nil {
+			return "", newReasonError(ErrImageInspect, "Failed to inspect image %q: %v", c.Image, err)
+		}
+		if img := resp.GetImage(); img != nil {
+			return img.Id, nil
+		}
+		if c.ImagePullPolicy == v1.PullNever {
+			return "", newReasonError(ErrImageNeverPull, "Container image %q is not present with pull policy of Never", c.Image)
+		}
+	}
+
+	key := string(pod.UID) + "_" + c.Image
+	if p.backoff.inBackOffSinceUpdate(key) {
+		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		if last, ok := p.lastErrors.Load(key); ok {
+			msg = fmt.Sprintf("%s: %s", msg, last)
+		}
+		return "", newReasonError(ErrImagePullBackOff, "%s", msg)
+	}
+	p.lastErrors.Delete(key)
+
+	ref, err := p.pull(ctx, spec, sandboxConfig)
+	if err != nil {
+		p.backoff.next(key, p.now())
+		msg, reason := pullErrorReason(c.Image, err)
+		p.lastErrors.Store(key, fmt.Sprintf("%v: %s", reason, msg))
+		return "", newReasonError(reason, "%s", msg)
+	}
+	p.backoff.gc()
+	return ref, nil
+}
+
+// pull pulls an image once a pull slot is free, and records how long it
+// took (waiting included, as upstream).
+func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	start := time.Now()
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	ref, err := p.images.PullImage(ctx, spec, nil, sandboxConfig)
+	<-p.slots
+	if err != nil {
+		return "", err
+	}
+	var size uint64
+	if resp, err := p.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil {
+		size = resp.GetImage().GetSize()
+	}
+	elapsed := time.Since(start)
+	p.metrics.observeImagePull(size, elapsed)
+	p.log.Info("pulled image", "image", spec.UserSpecifiedImage, "ref", ref, "duration", elapsed.Truncate(time.Millisecond), "size_bytes", size)
+	return ref, nil
+}
+
+// pullErrorReason is upstream's evalCRIPullErr: the message of a failed pull
+// and its reason (the runtime's registry-unavailable and signature errors
+// keep theirs).
+func pullErrorReason(image string, err error) (string, error) {
+	for _, e := range []struct {
+		err  error
+		what string
+	}{
+		{crierrors.ErrRegistryUnavailable, "the registry is unavailable"},
+		{crierrors.ErrSignatureValidationFailed, "the signature validation failed"},
+	} {
+		if strings.HasPrefix(err.Error(), e.err.Error()) {
+			return fmt.Sprintf("image pull failed for %s because %s%s", image, e.what, strings.TrimPrefix(err.Error(), e.err.Error())), e.err
+		}
+	}
+	return err.Error(), ErrImagePull
+}
+
+// applyDefaultImageTag adds ":latest" to an image that names no tag or
+// digest, as upstream; a reference that does not parse is an error.
+func applyDefaultImageTag(image string) (string, error) {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return "", fmt.Errorf("couldn't parse image name %q: %v", image, err)
+	}
+	_, tagged := named.(reference.Tagged)
+	_, digested := named.(reference.Digested)
+	if !tagged && !digested {
+		return image + ":latest", nil
+	}
+	return image, nil
+}
+
+// imageUser is who the image runs as, from its config (upstream's
+// getImageUser): root when it says nothing.
+func (p *imagePuller) imageUser(ctx context.Context, imageRef string) (imageUser, error) {
+	resp, err := p.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: imageRef}, false)
+	if err != nil {
+		return imageUser{}, err
+	}
+	img := resp.GetImage()
+	switch {
+	case img.GetUid() != nil:
+		uid := img.GetUid().Value
+		return imageUser{uid: &uid}, nil
+	case img.GetUsername() != "":
+		return imageUser{username: img.GetUsername()}, nil
+	}
+	root := int64(0)
+	return imageUser{uid: &root}, nil
+}
