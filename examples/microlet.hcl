@@ -11,6 +11,8 @@ node_name = ""
 root_dir = "/var/lib/microlet"
 # Directory of container logs, <namespace>_<pod>_<uid>/<container>/<n>.log.
 pod_logs_dir = "/var/log/pods"
+# Directory of the kubelet's symlinks to container logs, which log shippers read; "" makes none.
+container_logs_dir = "/var/log/containers"
 # Log level: trace, debug, info, warn or error. Flag --log-level.
 log_level = "info"
 # Write logs as JSON lines instead of text. Flag --log-json.
@@ -39,6 +41,16 @@ http_check_frequency = "20s"
 sync_frequency = "1m"
 # Number of pods this node admits. Flag --max-pods.
 max_pods = 110
+# Pull one image at a time unless max_parallel_image_pulls allows more. Flag --serialize-image-pulls.
+serialize_image_pulls = true
+# Image pulls at once when serialize_image_pulls is false; 0: no limit. Flag --max-parallel-image-pulls.
+max_parallel_image_pulls = 0
+# Directory of the node's CNI network config; the core checks it to report network readiness precisely.
+cni_conf_dir = "/etc/cni/net.d"
+# Directories searched for CNI plugin binaries, for the same check.
+cni_bin_dirs = ["/opt/cni/bin", "/usr/lib/cni"]
+# Write a bridge network for pod_cidr into cni_conf_dir when it holds none (as kubenet did).
+cni_bridge_config = false
 # Node address; one IP, or an IPv4 and an IPv6 one separated by a comma. Flag --node-ip.
 node_ip = ""
 # CIDR of pod addresses on this node. Flag --pod-cidr.

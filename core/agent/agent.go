@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/microlet/microlet/core/config"
+	"github.com/microlet/microlet/core/hostservice"
 	"github.com/microlet/microlet/core/logging"
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/server"
@@ -39,6 +41,9 @@ type Agent struct {
 	plugins *pluginhost.Host
 	healthz *server.Healthz
 	checks  *pluginChecks
+	// metrics holds every component's metrics.
+	metrics *prometheus.Registry
+	pods    *pods
 }
 
 // New prepares an agent; Run starts it.
@@ -46,8 +51,8 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	if err := os.MkdirAll(cfg.RootDir, 0o750); err != nil {
 		return nil, fmt.Errorf("root dir: %w", err)
 	}
-	a := &Agent{opts: opts, log: opts.Logger, cfg: cfg, healthz: server.NewHealthz()}
-	host, err := pluginhost.New(PluginHostOptions(cfg, a.log, nil))
+	a := &Agent{opts: opts, log: opts.Logger, cfg: cfg, healthz: server.NewHealthz(), metrics: prometheus.NewRegistry()}
+	host, err := pluginhost.New(PluginHostOptions(cfg, a.log, hostservice.New(runtimeCalls{a}, state{a})))
 	if err != nil {
 		return nil, fmt.Errorf("plugin host: %w", err)
 	}
@@ -63,6 +68,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	pods, err := a.newPods(ctx, a.metrics)
+	if err != nil {
+		return err
+	}
+	a.pods = pods
+	a.healthz.Add("syncloop", pods.loop.Healthy)
+	a.healthz.Add("pleg", func() error { _, err := pods.pleg.Healthy(); return err })
+	a.healthz.Add("runtime", pods.health.RuntimeErr)
+
 	srv, err := a.serveHealthz()
 	if err != nil {
 		return err
@@ -75,6 +89,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.checks.sync()
 	a.logPlugins()
+	pods.run(ctx)
 
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -106,13 +121,15 @@ func (a *Agent) serveHealthz() (*http.Server, error) {
 	}
 	mux := http.NewServeMux()
 	a.healthz.Register(mux)
+	// The local /pods, until the node API (with authentication) serves it.
+	mux.Handle("GET /pods", server.PodsHandler(a.pods.loop.PodsWithStatus))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("healthz server stopped", "error", err)
 		}
 	}()
-	a.log.Info("serving healthz", "address", "http://"+addr+"/healthz")
+	a.log.Info("serving healthz and pods", "healthz", "http://"+addr+"/healthz", "pods", "http://"+addr+"/pods")
 	return srv, nil
 }
 

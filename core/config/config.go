@@ -13,6 +13,9 @@ type Config struct {
 	NodeName   string `config:"node_name"`
 	RootDir    string `config:"root_dir"`
 	PodLogsDir string `config:"pod_logs_dir"`
+	// ContainerLogsDir gets the kubelet's /var/log/containers symlinks to
+	// container logs (log shippers read them); "" makes none.
+	ContainerLogsDir string `config:"container_logs_dir"`
 	// LogLevel is one of trace, debug, info, warn, error.
 	LogLevel string `config:"log_level"`
 	LogJSON  bool   `config:"log_json"`
@@ -31,6 +34,18 @@ type Config struct {
 	HTTPCheckFrequency time.Duration       `config:"http_check_frequency"`
 	SyncFrequency      time.Duration       `config:"sync_frequency"`
 	MaxPods            int                 `config:"max_pods"`
+	// SerializeImagePulls pulls one image at a time unless
+	// MaxParallelImagePulls allows more (the kubelet's fields).
+	SerializeImagePulls   bool `config:"serialize_image_pulls"`
+	MaxParallelImagePulls int  `config:"max_parallel_image_pulls"`
+	// CNIConfDir is where the node's CNI network config lives and
+	// CNIBinDirs where its plugins are: the core checks them to report
+	// network readiness with a precise reason.
+	CNIConfDir string   `config:"cni_conf_dir"`
+	CNIBinDirs []string `config:"cni_bin_dirs"`
+	// CNIBridgeConfig writes a bridge network for pod_cidr into
+	// cni_conf_dir when it holds no network (as kubenet did).
+	CNIBridgeConfig bool `config:"cni_bridge_config"`
 	// NodeIP is one address, or an IPv4 and an IPv6 address separated by a
 	// comma, as the kubelet's --node-ip.
 	NodeIP        string   `config:"node_ip"`
@@ -111,6 +126,7 @@ func Defaults() *Config {
 	return &Config{
 		RootDir:                  "/var/lib/microlet",
 		PodLogsDir:               "/var/log/pods",
+		ContainerLogsDir:         "/var/log/containers",
 		LogLevel:                 "info",
 		GOMAXPROCS:               1,
 		PluginDir:                "/usr/libexec/microlet/plugins",
@@ -121,6 +137,9 @@ func Defaults() *Config {
 		HTTPCheckFrequency:       20 * time.Second,
 		SyncFrequency:            time.Minute,
 		MaxPods:                  110,
+		SerializeImagePulls:      true,
+		CNIConfDir:               "/etc/cni/net.d",
+		CNIBinDirs:               []string{"/opt/cni/bin", "/usr/lib/cni"},
 		ClusterDNS:               []string{},
 		ResolvConf:               "/etc/resolv.conf",
 		HealthzBindAddress:       "127.0.0.1",

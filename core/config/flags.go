@@ -38,6 +38,8 @@ var flagSpecs = []flagSpec{
 	{name: "image-service-endpoint", key: "image_service_endpoint", usage: "The endpoint of the CRI image service (unix://...). Defaults to --container-runtime-endpoint."},
 	{name: "runtime-request-timeout", key: "runtime_request_timeout", usage: "Timeout of every CRI request except long-running ones (pull, logs, exec, attach)."},
 	{name: "max-pods", key: "max_pods", usage: "Number of pods that can run on this node."},
+	{name: "serialize-image-pulls", key: "serialize_image_pulls", usage: "Pull images one at a time."},
+	{name: "max-parallel-image-pulls", key: "max_parallel_image_pulls", usage: "Maximum number of image pulls in parallel when serialize-image-pulls is false; 0 means no limit."},
 	{name: "node-ip", key: "node_ip", usage: "IP address (or comma-separated dual-stack IP addresses) of the node."},
 	{name: "pod-cidr", key: "pod_cidr", usage: "The CIDR to use for pod IP addresses."},
 	{name: "log-level", key: "log_level", usage: "Log level: trace, debug, info, warn or error."},

@@ -24,6 +24,8 @@ func TestRegisterFlags(t *testing.T) {
 		{"image-service-endpoint", "string", ""},
 		{"runtime-request-timeout", "duration", "2m0s"},
 		{"max-pods", "int", "110"},
+		{"serialize-image-pulls", "bool", "true"},
+		{"max-parallel-image-pulls", "int", ""},
 		{"node-ip", "string", ""},
 		{"pod-cidr", "string", ""},
 		{"log-level", "string", "info"},

@@ -51,6 +51,15 @@ func (c *Config) validate() Errors {
 	v.oneOf("cgroup_driver", c.CgroupDriver, "cgroupfs", "systemd")
 	v.positiveDurations()
 	v.atLeast("max_pods", c.MaxPods, 0)
+	v.atLeast("max_parallel_image_pulls", c.MaxParallelImagePulls, 0)
+	if c.CNIBridgeConfig && c.PodCIDR == "" {
+		v.fail("cni_bridge_config", "needs pod_cidr: the bridge network's addresses come from it")
+	}
+	for i, dir := range c.CNIBinDirs {
+		if !filepath.IsAbs(dir) {
+			v.fail("cni_bin_dirs", "expected absolute paths, got %q at index %d", dir, i)
+		}
+	}
 	v.atLeast("gomaxprocs", c.GOMAXPROCS, 0)
 	v.atLeast("plugin_host.health_failures", c.PluginHost.HealthFailures, 1)
 	v.atLeast("plugin_host.restart_budget", c.PluginHost.RestartBudget, 0)
@@ -72,6 +81,7 @@ func (c *Config) validate() Errors {
 	}
 	for _, p := range []struct{ key, path string }{
 		{"static_pod_path", c.StaticPodPath}, {"resolv_conf", c.ResolvConf}, {"pod_push_socket", c.PodPushSocket},
+		{"container_logs_dir", c.ContainerLogsDir}, {"cni_conf_dir", c.CNIConfDir},
 	} {
 		if p.path != "" && v.set(p.key) {
 			v.absolutePath(p.key, p.path)

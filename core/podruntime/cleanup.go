@@ -18,6 +18,7 @@ import (
 // the container garbage collector to remove with the dead containers, as
 // upstream.
 func (m *Manager) CleanupPod(ctx context.Context, uid types.UID) error {
+	m.dns.forget(uid)
 	selector := map[string]string{kubelettypes.KubernetesPodUIDLabel: string(uid)}
 	sandboxes, err := m.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 		LabelSelector: selector,

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/types"
 	"net"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
@@ -36,7 +38,20 @@ type dnsConfigurer struct {
 	resolvConf    string
 	nodeIPs       []net.IP
 	log           hclog.Logger
+	// warned holds the pods already warned about their DNS: the config is
+	// computed at every sync, the warning is worth one line per pod.
+	warned sync.Map
 }
+
+// warn logs a DNS problem of pod once.
+func (d *dnsConfigurer) warn(pod *v1.Pod, msg string, args ...any) {
+	if _, seen := d.warned.LoadOrStore(pod.UID, struct{}{}); !seen {
+		d.log.Warn(msg, append([]any{"pod", podFullName(pod)}, args...)...)
+	}
+}
+
+// forget drops a terminated pod.
+func (d *dnsConfigurer) forget(uid types.UID) { d.warned.Delete(uid) }
 
 // podDNS is the sandbox DNS configuration for pod's dnsPolicy:
 //
@@ -67,8 +82,7 @@ func (d *dnsConfigurer) podDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
 			config.Options = slices.Clone(defaultDNSOptions)
 			break
 		}
-		d.log.Warn("no cluster DNS server configured: pod falls back to dnsPolicy Default",
-			"pod", podFullName(pod), "dns_policy", pod.Spec.DNSPolicy)
+		d.warn(pod, "no cluster DNS server configured: pod falls back to dnsPolicy Default", "dns_policy", pod.Spec.DNSPolicy)
 		fallthrough
 	case dnsHost:
 		if d.resolvConf == "" {
@@ -189,8 +203,7 @@ func (d *dnsConfigurer) clusterSearches(hostSearches []string, pod *v1.Pod) []st
 func (d *dnsConfigurer) fitLimits(config *runtimeapi.DNSConfig, pod *v1.Pod) {
 	if len(config.Servers) > maxDNSNameservers {
 		config.Servers = config.Servers[:maxDNSNameservers]
-		d.log.Warn("nameserver limits were exceeded, some nameservers have been omitted",
-			"pod", podFullName(pod), "applied", strings.Join(config.Servers, " "))
+		d.warn(pod, "nameserver limits were exceeded, some nameservers have been omitted", "applied", strings.Join(config.Servers, " "))
 	}
 	exceeded := false
 	if len(config.Searches) > maxDNSSearchPaths {
@@ -211,8 +224,7 @@ func (d *dnsConfigurer) fitLimits(config *runtimeapi.DNSConfig, pod *v1.Pod) {
 		exceeded = true
 	}
 	if exceeded {
-		d.log.Warn("search line limits were exceeded, some search paths have been omitted",
-			"pod", podFullName(pod), "applied", strings.Join(config.Searches, " "))
+		d.warn(pod, "search line limits were exceeded, some search paths have been omitted", "applied", strings.Join(config.Searches, " "))
 	}
 }
 

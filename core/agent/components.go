@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/microlet/microlet/core/cgroupmanager"
+	"github.com/microlet/microlet/core/pluginhost"
+	"github.com/microlet/microlet/core/prober"
+	"github.com/microlet/microlet/core/syncloop"
+	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
+	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+)
+
+// The adapters here connect the core's components to each other without
+// those packages knowing one another.
+
+// kindSlot reaches a singleton kind's plugin through the host on every
+// acquire, so that a plugin swapped or restarted is used at once.
+type kindSlot struct {
+	host *pluginhost.Host
+	kind string
+}
+
+func (s kindSlot) Acquire(ctx context.Context) (*pluginhost.Lease, error) {
+	p := s.host.Plugin(s.kind)
+	if p == nil {
+		return nil, fmt.Errorf("no %s plugin is configured: %w", s.kind, pluginhost.ErrUnavailable)
+	}
+	return p.Acquire(ctx)
+}
+
+// configured says whether the config has a plugin block of kind.
+func (a *Agent) configured(kind string) bool {
+	for _, p := range a.cfg.Plugins {
+		if p.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// cgroupAdmitter admits pods by the cgroup plugin's resource fit.
+type cgroupAdmitter struct{ m *cgroupmanager.Manager }
+
+func (c cgroupAdmitter) Name() string { return "cgroup" }
+
+func (c cgroupAdmitter) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) syncloop.Admission {
+	d, err := c.m.Admit(ctx, pod, admitted)
+	if err != nil {
+		// The manager answers errors only for "ask again later".
+		return syncloop.Admission{Retry: true, Message: err.Error()}
+	}
+	return syncloop.Admission{Admit: d.Admit, Reason: d.Reason, Message: d.Message}
+}
+
+// cgroupReleaser removes a terminated pod's cgroup.
+type cgroupReleaser struct{ m *cgroupmanager.Manager }
+
+func (c cgroupReleaser) Name() string { return "cgroup" }
+
+func (c cgroupReleaser) Release(_ context.Context, pod *v1.Pod) error {
+	return c.m.RemovePod(pod.UID)
+}
+
+// probeVerdicts gives the status generator the prober's readiness or
+// startup verdicts by container ID.
+type probeVerdicts struct {
+	m       *prober.Manager
+	startup bool
+}
+
+func (p probeVerdicts) Result(containerID string) (bool, bool) {
+	if p.startup {
+		return p.m.Started(containerID), true
+	}
+	return p.m.Ready(containerID)
+}
+
+// probeUpdates turns the prober's verdict changes into the pods to sync.
+func probeUpdates(ctx context.Context, m *prober.Manager) <-chan types.UID {
+	out := make(chan types.UID, 64)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case u, ok := <-m.Updates():
+				if !ok {
+					return
+				}
+				select {
+				case out <- u.PodUID:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
+
+// evictionReservation asks the eviction strategy what its hard thresholds
+// hold back from pods, for node allocatable. Without a strategy serving,
+// nothing is held back until it is.
+func (a *Agent) evictionReservation(ctx context.Context, capacity *typesv1.ResourceList) (*typesv1.ResourceList, error) {
+	p := a.plugins.Plugin("eviction")
+	if p == nil {
+		return nil, nil
+	}
+	resp, err := pluginhost.Call(ctx, p, func(ctx context.Context, conn *grpc.ClientConn) (*evictionv1.GetNodeReservationResponse, error) {
+		return evictionv1.NewEvictionServiceClient(conn).GetNodeReservation(ctx, &evictionv1.GetNodeReservationRequest{Capacity: capacity})
+	})
+	if errors.Is(err, pluginhost.ErrUnavailable) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetReserved(), nil
+}

@@ -1,0 +1,265 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/microlet/microlet/core/cgroupmanager"
+	"github.com/microlet/microlet/core/config"
+	"github.com/microlet/microlet/core/cri"
+	"github.com/microlet/microlet/core/machine"
+	"github.com/microlet/microlet/core/pleg"
+	"github.com/microlet/microlet/core/podcache"
+	"github.com/microlet/microlet/core/podconfig"
+	"github.com/microlet/microlet/core/podruntime"
+	"github.com/microlet/microlet/core/podsource"
+	"github.com/microlet/microlet/core/prober"
+	"github.com/microlet/microlet/core/status"
+	"github.com/microlet/microlet/core/syncloop"
+)
+
+// pods is everything that runs pods: the runtime client, the sources, the
+// runtime manager, PLEG, status and the sync loop.
+type pods struct {
+	cri        *cri.Client
+	poller     *cri.StatusPoller
+	health     *nodeHealth
+	config     *podconfig.PodConfig
+	capacity   *machine.Capacity
+	cgroupTree *machine.Cgroups
+	cgroups    *cgroupmanager.Manager
+	prober     *prober.Manager
+	runtime    *podruntime.Manager
+	cache      *podcache.Cache
+	pleg       *pleg.PLEG
+	statuses   *status.Manager
+	loop       *syncloop.Loop
+}
+
+// newPods connects to the runtime (waiting for it, as the kubelet does) and
+// builds the pod machinery; run starts it.
+func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, error) {
+	cfg := a.cfg
+	client, err := cri.Connect(ctx, cri.Config{
+		RuntimeEndpoint: cfg.ContainerRuntimeEndpoint,
+		ImageEndpoint:   cfg.ImageServiceEndpoint,
+		RequestTimeout:  cfg.RuntimeRequestTimeout,
+	}, a.log)
+	if err != nil {
+		return nil, fmt.Errorf("container runtime: %w", err)
+	}
+	v := client.RuntimeVersion()
+	a.log.Info("container runtime", "name", v.GetRuntimeName(), "version", v.GetRuntimeVersion(),
+		"cri", v.GetRuntimeApiVersion(), "events", client.SupportsEvents())
+
+	nodeIPs, err := nodeIPs(cfg.NodeIP)
+	if err != nil {
+		return nil, err
+	}
+	p := &pods{cri: client, poller: cri.NewStatusPoller(client, cri.DefaultStatusPollInterval), cache: podcache.New()}
+	p.health = newNodeHealth(p.poller, cfg.CNIConfDir, cfg.CNIBinDirs)
+	if err := a.newNodeResources(p); err != nil {
+		return nil, err
+	}
+	if err := a.newProber(p, nodeIPs, reg); err != nil {
+		return nil, err
+	}
+
+	sources, names, err := a.newSources(reg)
+	if err != nil {
+		return nil, err
+	}
+	if p.config, err = podconfig.New(a.log.Named("podconfig"), sources...); err != nil {
+		return nil, err
+	}
+
+	p.runtime, err = podruntime.New(podruntime.Options{
+		CRI:                   client,
+		NodeName:              cfg.NodeName,
+		NodeIPs:               nodeIPs,
+		RootDir:               cfg.RootDir,
+		PodLogsDir:            cfg.PodLogsDir,
+		ContainerLogsDir:      cfg.ContainerLogsDir,
+		DNS:                   podruntime.DNSConfig{ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf},
+		Resources:             p.cgroups,
+		NodeAllocatable:       p.cgroups.Allocatable,
+		MaxParallelImagePulls: parallelImagePulls(cfg),
+		Logger:                a.log.Named("runtime"),
+		Registerer:            reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	p.pleg, err = pleg.New(pleg.Config{
+		Runtime:     p.runtime,
+		Cache:       p.cache,
+		Events:      pleg.NewCRIEventSource(client),
+		EventStatus: p.runtime,
+		Log:         a.log.Named("pleg"),
+		Registerer:  reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	reasons := status.NewReasonCache()
+	p.statuses = status.NewManager(a.log.Named("status"), nil)
+	generator := &status.Generator{RuntimeName: v.GetRuntimeName(), NodeIPs: nodeIPs, Reasons: reasons}
+	loopOpts := syncloop.Options{
+		Config:       p.config,
+		Sources:      names,
+		Runtime:      p.runtime,
+		Events:       p.pleg,
+		Cache:        p.cache,
+		Statuses:     p.statuses,
+		Reasons:      reasons,
+		Generator:    generator,
+		Health:       p.health,
+		Admitters:    []syncloop.Admitter{cgroupAdmitter{p.cgroups}},
+		Releasers:    []syncloop.Releaser{cgroupReleaser{p.cgroups}},
+		OnActivePods: p.cgroups.UpdatePods,
+		MaxPods:      cfg.MaxPods,
+
+		SyncFrequency: cfg.SyncFrequency,
+		Logger:        a.log.Named("syncloop"),
+		Registerer:    reg,
+	}
+	if p.prober != nil {
+		loopOpts.Prober = p.prober
+		loopOpts.ProbeUpdates = probeUpdates(ctx, p.prober)
+		generator.Readiness = probeVerdicts{m: p.prober}
+		generator.Startup = probeVerdicts{m: p.prober, startup: true}
+	}
+	if p.loop, err = syncloop.New(loopOpts); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newNodeResources reads the machine and builds the cgroup manager, which
+// plans pods' resources through the cgroup plugin and applies them.
+func (a *Agent) newNodeResources(p *pods) error {
+	cfg := a.cfg
+	var err error
+	if p.capacity, err = machine.ReadCapacity(machine.Options{RootDir: cfg.RootDir, MaxPods: cfg.MaxPods}); err != nil {
+		return fmt.Errorf("machine capacity: %w", err)
+	}
+	if p.cgroupTree, err = machine.DetectCgroups(); err != nil {
+		return fmt.Errorf("cgroups: %w", err)
+	}
+	p.cgroups, err = cgroupmanager.New(cgroupmanager.Options{
+		Plugin:              cgroupmanager.HostPlugin(a.plugins),
+		Capacity:            p.capacity,
+		Cgroups:             p.cgroupTree,
+		NodeName:            cfg.NodeName,
+		RootDir:             cfg.RootDir,
+		CgroupRoot:          cfg.CgroupRoot,
+		CgroupDriver:        cfg.CgroupDriver,
+		EvictionReservation: a.evictionReservation,
+		Logger:              a.log.Named("cgroups"),
+	})
+	return err
+}
+
+// newProber builds the prober when a probes plugin is configured. Without
+// one, readiness follows whether containers run, as for containers with no
+// probes.
+func (a *Agent) newProber(p *pods, nodeIPs []string, reg prometheus.Registerer) error {
+	if !a.configured("probes") {
+		return nil
+	}
+	var err error
+	p.prober, err = prober.New(prober.Options{
+		Plugin:      kindSlot{host: a.plugins, kind: "probes"},
+		NodeIPs:     nodeIPs,
+		CallTimeout: a.cfg.PluginHost.CallTimeout,
+		Registerer:  reg,
+		Logger:      a.log.Named("prober"),
+	})
+	return err
+}
+
+// run starts the pod machinery; it stops when ctx ends. The pods keep
+// running.
+func (p *pods) run(ctx context.Context) {
+	go p.poller.Run(ctx)
+	go p.cgroups.Run(ctx)
+	if p.prober != nil {
+		go p.prober.Run(ctx)
+	}
+	go p.health.run(ctx)
+	go p.config.Run(ctx)
+	go p.pleg.Run(ctx)
+	go p.loop.Run(ctx)
+}
+
+// newSources makes the configured pod sources: the static pod path and URL
+// when set, and always the local push endpoint.
+func (a *Agent) newSources(reg prometheus.Registerer) ([]podsource.Source, []string, error) {
+	cfg := a.cfg
+	var sources []podsource.Source
+	if cfg.StaticPodPath != "" {
+		s, err := podsource.NewFile(podsource.FileConfig{Path: cfg.StaticPodPath, CheckFrequency: cfg.FileCheckFrequency, NodeName: cfg.NodeName},
+			a.log, reg)
+		if err != nil {
+			return nil, nil, err
+		}
+		sources = append(sources, s)
+	}
+	if cfg.StaticPodURL != "" {
+		s, err := podsource.NewHTTP(podsource.HTTPConfig{URL: cfg.StaticPodURL, Header: cfg.StaticPodURLHeader, CheckFrequency: cfg.HTTPCheckFrequency, NodeName: cfg.NodeName},
+			a.log, reg)
+		if err != nil {
+			return nil, nil, err
+		}
+		sources = append(sources, s)
+	}
+	push, err := podsource.NewPush(podsource.PushConfig{
+		SocketPath: cfg.PodPushSocket,
+		StatePath:  filepath.Join(cfg.RootDir, "pushed-pods.json"),
+		NodeName:   cfg.NodeName,
+	}, a.log)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.log.Info("pod push endpoint", "socket", cfg.PodPushSocket)
+	sources = append(sources, push)
+	names := make([]string, len(sources))
+	for i, s := range sources {
+		names[i] = s.Name()
+	}
+	return sources, names, nil
+}
+
+// nodeIPs are the configured node addresses, or the address of the
+// interface of the default route (upstream's choice).
+func nodeIPs(configured string) ([]string, error) {
+	if configured != "" {
+		return strings.Split(configured, ","), nil
+	}
+	ip, err := utilnet.ChooseHostInterface()
+	if err != nil {
+		return nil, fmt.Errorf("cannot find the node's address (set node_ip): %w", err)
+	}
+	return []string{ip.String()}, nil
+}
+
+// parallelImagePulls maps the kubelet's two settings to the runtime
+// manager's one bound.
+func parallelImagePulls(cfg *config.Config) int {
+	switch {
+	case cfg.SerializeImagePulls:
+		return 1
+	case cfg.MaxParallelImagePulls == 0:
+		return math.MaxInt32 // no limit
+	default:
+		return cfg.MaxParallelImagePulls
+	}
+}

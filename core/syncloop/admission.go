@@ -1,0 +1,50 @@
+package syncloop
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Admission is one admitter's verdict on a new pod.
+type Admission struct {
+	Admit bool
+	// Reason and Message explain a refusal in upstream's terms
+	// ("OutOfcpu", "Node didn't have enough resource: cpu, ...").
+	Reason  string
+	Message string
+	// Retry means "not now": the admitter cannot decide (its plugin is down)
+	// and the pod waits, neither admitted nor rejected, until it can.
+	Retry bool
+}
+
+// Admitter decides whether a new pod may run on the node, given the pods
+// already admitted and not yet terminated.
+type Admitter interface {
+	Name() string
+	Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) Admission
+}
+
+// maxPodsAdmitter is the core's own limit on pods, which no plugin can lift:
+// the node's capacity in pods (upstream's maxPods, reason OutOfpods).
+type maxPodsAdmitter struct{ max int }
+
+func (m maxPodsAdmitter) Name() string { return "max-pods" }
+
+func (m maxPodsAdmitter) Admit(_ context.Context, _ *v1.Pod, admitted []*v1.Pod) Admission {
+	if m.max > 0 && len(admitted) >= m.max {
+		return Admission{Reason: "OutOfpods", Message: fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", len(admitted), m.max)}
+	}
+	return Admission{Admit: true}
+}
+
+// admit runs every admitter in order; the first refusal or retry wins.
+func admit(ctx context.Context, admitters []Admitter, pod *v1.Pod, admitted []*v1.Pod) (Admission, string) {
+	for _, a := range admitters {
+		if verdict := a.Admit(ctx, pod, admitted); !verdict.Admit {
+			return verdict, a.Name()
+		}
+	}
+	return Admission{Admit: true}, ""
+}
