@@ -82,5 +82,10 @@ test-e2e: build
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -tags e2e -timeout 60m ./test/bench/...
 
+# The main job: a private containerd, every plugin and the core running
+# examples/manifests. Needs root. Ctrl-C stops and removes everything.
+run: build
+	$(GO) run ./hack/run -bin $(OUT) -manifests examples/manifests
+
 clean:
 	rm -rf $(CURDIR)/_output

@@ -26,9 +26,10 @@ func cgroupMounts() ([]string, error) {
 	return points, nil
 }
 
-// createCgroup creates the cgroup path in every hierarchy: the kubelet
+// CreateCgroup creates the cgroup path in every hierarchy, for a private
+// cgroup root of an agent under test: the kubelet
 // refuses a cgroupRoot that is missing from any of them.
-func createCgroup(path string) error {
+func CreateCgroup(path string) error {
 	points, err := cgroupMounts()
 	if err != nil {
 		return err
@@ -41,10 +42,10 @@ func createCgroup(path string) error {
 	return nil
 }
 
-// removeCgroup removes the cgroup path and every cgroup below it in every
+// RemoveCgroup removes the cgroup path and every cgroup below it in every
 // hierarchy, children first. A cgroup that still holds a process stays and
 // is reported.
-func removeCgroup(path string) error {
+func RemoveCgroup(path string) error {
 	points, err := cgroupMounts()
 	if err != nil {
 		return err

@@ -113,7 +113,7 @@ func StartKubelet(ctx context.Context, node *Node, opts KubeletOptions) (_ *Kube
 			return nil, err
 		}
 	}
-	if err := createCgroup(k.CgroupRoot); err != nil {
+	if err := CreateCgroup(k.CgroupRoot); err != nil {
 		return nil, err
 	}
 	healthzPort, err := freePort()
@@ -267,7 +267,7 @@ func (k *Kubelet) close() error {
 	}
 	add("remove log symlinks", removeSymlinksInto(legacyContainerLogsDir, k.podLogsDir))
 	add("remove device plugin files", removeDevicePluginFiles())
-	add("remove cgroups", removeCgroup(k.CgroupRoot))
+	add("remove cgroups", RemoveCgroup(k.CgroupRoot))
 	mountsErr := unmountUnder(k.RootDir)
 	add("unmount", mountsErr)
 	if mountsErr == nil {
