@@ -51,7 +51,7 @@ var Kinds = map[string]KindInfo{
 	"stats": {
 		Singleton:   true,
 		APIVersions: []string{"v1"},
-		Fallback:    "stats collection skips its cycle; /stats/summary and eviction use the last sample",
+		Fallback:    "stats collection skips its cycle: /stats/summary answers 503 and resource metrics report a scrape error",
 	},
 }
 

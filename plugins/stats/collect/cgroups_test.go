@@ -1,0 +1,332 @@
+package collect
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/procfs"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/microlet/microlet/plugins/stats/summary"
+	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+)
+
+// writeTree writes files (path relative to root -> content) under root.
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for path, content := range files {
+		full := filepath.Join(root, path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const v1MemoryStat = `cache 0
+rss 0
+total_cache 4096
+total_rss 679936
+total_pgfault 1584
+total_pgmajfault 3
+total_inactive_anon 671744
+total_inactive_file 8192
+total_swap 512
+`
+
+const v2MemoryStat = `anon 700000
+file 9000
+inactive_file 4000
+active_file 5000
+pgfault 321
+pgmajfault 7
+`
+
+const pressure = `some avg10=1.50 avg60=0.25 avg300=0.00 total=1234
+full avg10=0.00 avg60=0.00 avg300=0.00 total=56
+`
+
+func u(v uint64) *uint64 { return &v }
+
+// v1Tree is a cgroup v1 mount with a pod cgroup and one container.
+func v1Tree(t *testing.T) string {
+	root := t.TempDir()
+	pod := "kubepods/besteffort/pod1"
+	writeTree(t, root, map[string]string{
+		"cpuacct/cpuacct.usage":                          "99000000000\n",
+		"memory/memory.usage_in_bytes":                   "5000000\n",
+		"memory/memory.limit_in_bytes":                   "9223372036854771712\n",
+		"memory/memory.stat":                             v1MemoryStat,
+		"cpuacct/" + pod + "/cpuacct.usage":              "123456789\n",
+		"memory/" + pod + "/memory.usage_in_bytes":       "700000\n",
+		"memory/" + pod + "/memory.limit_in_bytes":       "1048576\n",
+		"memory/" + pod + "/memory.stat":                 v1MemoryStat,
+		"memory/" + pod + "/c1/cgroup.procs":             "12\n13\n14\n",
+		"memory/" + pod + "/nocpu/memory.usage_in_bytes": "1\n",
+		"memory/" + pod + "/nocpu/memory.limit_in_bytes": "2\n",
+		"memory/" + pod + "/nocpu/memory.stat":           "",
+	})
+	// The unified hierarchy of a hybrid host must not make it look like v2.
+	writeTree(t, root, map[string]string{"unified/cgroup.controllers": ""})
+	return root
+}
+
+// v2Tree is a cgroup v2 mount with a pod cgroup and one container.
+func v2Tree(t *testing.T) string {
+	root := t.TempDir()
+	pod := "kubepods/burstable/pod2"
+	writeTree(t, root, map[string]string{
+		"cgroup.controllers":                          "cpu memory pids io\n",
+		"cpu.stat":                                    "usage_usec 88000000\nuser_usec 1\n",
+		"memory.stat":                                 v2MemoryStat,
+		pod + "/cpu.stat":                             "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n",
+		pod + "/memory.current":                       "800000\n",
+		pod + "/memory.max":                           "max\n",
+		pod + "/memory.stat":                          v2MemoryStat,
+		pod + "/memory.swap.current":                  "4096\n",
+		pod + "/memory.swap.max":                      "1000000\n",
+		pod + "/cpu.pressure":                         pressure,
+		pod + "/memory.pressure":                      pressure,
+		pod + "/io.pressure":                          pressure,
+		pod + "/cri-containerd-c2.scope/cgroup.procs": "7\n",
+	})
+	return root
+}
+
+func TestOpenCgroups(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		version int
+		err     string
+	}{
+		{"v2", map[string]string{"cgroup.controllers": ""}, 2, ""},
+		{"v1", map[string]string{"memory/memory.stat": "", "cpuacct/cpuacct.usage": "0"}, 1, ""},
+		{"v1 with cpu and cpuacct mounted together", map[string]string{"memory/tasks": "", "cpu,cpuacct/tasks": ""}, 1, ""},
+		{"neither", map[string]string{"memory/tasks": ""}, 0, "nor a cgroup v1 one (no cpuacct or cpu,cpuacct or cpuacct,cpu hierarchy)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeTree(t, root, tt.files)
+			c, err := OpenCgroups(root)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("OpenCgroups: %v, want an error containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Version() != tt.version {
+				t.Errorf("version %d, want %d", c.Version(), tt.version)
+			}
+		})
+	}
+}
+
+func TestReadCgroup(t *testing.T) {
+	psi := &typesv1.PSIStats{
+		Some: &typesv1.PSIData{Avg10: 1.5, Avg60: 0.25, Total: 1234},
+		Full: &typesv1.PSIData{Total: 56},
+	}
+	tests := []struct {
+		name string
+		tree func(*testing.T) string
+		path string
+		want summary.CgroupSample
+	}{
+		{"v1 pod", v1Tree, "/kubepods/besteffort/pod1", summary.CgroupSample{
+			CPUUsageNanos: u(123456789),
+			Memory:        &summary.MemorySample{Usage: 700000, InactiveFile: 8192, RSS: 679936, PageFaults: 1584, MajorPageFaults: 3, Limit: u(1048576)},
+			SwapUsage:     u(512),
+		}},
+		{"v1 root", v1Tree, "/", summary.CgroupSample{
+			CPUUsageNanos: u(99e9),
+			Memory:        &summary.MemorySample{Usage: 5000000, InactiveFile: 8192, RSS: 679936, PageFaults: 1584, MajorPageFaults: 3, Limit: u(9223372036854771712)},
+			SwapUsage:     u(512),
+		}},
+		{"v1 cgroup without cpu accounting", v1Tree, "/kubepods/besteffort/pod1/nocpu", summary.CgroupSample{
+			Memory: &summary.MemorySample{Usage: 1, Limit: u(2)},
+		}},
+		{"v2 pod", v2Tree, "/kubepods/burstable/pod2", summary.CgroupSample{
+			CPUUsageNanos: u(2500000),
+			Memory:        &summary.MemorySample{Usage: 800000, InactiveFile: 4000, RSS: 700000, PageFaults: 321, MajorPageFaults: 7},
+			SwapUsage:     u(4096), SwapLimit: u(1000000),
+			CPUPressure: psi, MemoryPressure: psi, IOPressure: psi,
+		}},
+		{"v2 cgroup with no controller enabled", v2Tree, "/kubepods/burstable/pod2/cri-containerd-c2.scope", summary.CgroupSample{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := OpenCgroups(tt.tree(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.Read(tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Time.IsZero() {
+				t.Error("the sample has no time")
+			}
+			got.Time = tt.want.Time
+			assertSample(t, got, tt.want)
+		})
+	}
+}
+
+func assertSample(t *testing.T, got, want summary.CgroupSample) {
+	t.Helper()
+	psiEqual := proto.Equal(got.CPUPressure, want.CPUPressure) && proto.Equal(got.MemoryPressure, want.MemoryPressure) &&
+		proto.Equal(got.IOPressure, want.IOPressure)
+	g, w := got, want
+	g.CPUPressure, g.MemoryPressure, g.IOPressure = nil, nil, nil
+	w.CPUPressure, w.MemoryPressure, w.IOPressure = nil, nil, nil
+	if !psiEqual || !reflect.DeepEqual(g, w) {
+		t.Errorf("got  %s\nwant %s", describe(got), describe(want))
+	}
+}
+
+// describe prints a sample with its pointers followed.
+func describe(s summary.CgroupSample) string {
+	v := func(p *uint64) string {
+		if p == nil {
+			return "-"
+		}
+		return strconv.FormatUint(*p, 10)
+	}
+	out := fmt.Sprintf("cpu=%s swap=%s swaplimit=%s", v(s.CPUUsageNanos), v(s.SwapUsage), v(s.SwapLimit))
+	if m := s.Memory; m != nil {
+		out += fmt.Sprintf(" memory{usage=%d inactive=%d rss=%d pgfault=%d pgmajfault=%d limit=%s}",
+			m.Usage, m.InactiveFile, m.RSS, m.PageFaults, m.MajorPageFaults, v(m.Limit))
+	}
+	return out + fmt.Sprintf(" psi{%v | %v | %v}", s.CPUPressure, s.MemoryPressure, s.IOPressure)
+}
+
+func TestReadCgroupErrors(t *testing.T) {
+	for _, tree := range []func(*testing.T) string{v1Tree, v2Tree} {
+		c, err := OpenCgroups(tree(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read("/kubepods/gone"); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("v%d: reading a missing cgroup: %v, want fs.ErrNotExist", c.Version(), err)
+		}
+	}
+	root := v2Tree(t)
+	writeTree(t, root, map[string]string{"bad/memory.current": "lots\n"})
+	c, _ := OpenCgroups(root)
+	if _, err := c.Read("/bad"); err == nil || !strings.Contains(err.Error(), `memory.current: expected an unsigned number, got "lots"`) {
+		t.Errorf("a malformed control file: %v, want an error naming the file and the value", err)
+	}
+	writeTree(t, root, map[string]string{"badpsi/cpu.pressure": "some avg10=x\n"})
+	if _, err := c.Read("/badpsi"); err == nil || !strings.Contains(err.Error(), "cpu.pressure") {
+		t.Errorf("a malformed pressure file: %v, want an error naming it", err)
+	}
+}
+
+func TestReadRootV2FromMeminfo(t *testing.T) {
+	total, free, inactive, anon := uint64(8000), uint64(3000), uint64(1000), uint64(2000)
+	meminfo := procfs.Meminfo{MemTotalBytes: &total, MemFreeBytes: &free, InactiveFileBytes: &inactive, AnonPagesBytes: &anon}
+
+	root := v2Tree(t)
+	c, _ := OpenCgroups(root)
+	got, err := c.ReadRoot(meminfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Usage from meminfo, the rest from the root's memory.stat.
+	want := summary.MemorySample{Usage: 5000, InactiveFile: 4000, RSS: 700000, PageFaults: 321, MajorPageFaults: 7}
+	if got.Memory == nil || *got.Memory != want || got.CPUUsageNanos == nil || *got.CPUUsageNanos != 88e9 {
+		t.Errorf("root with memory.stat: %s", describe(got))
+	}
+
+	if err := os.Remove(filepath.Join(root, "memory.stat")); err != nil {
+		t.Fatal(err)
+	}
+	got, err = c.ReadRoot(meminfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = summary.MemorySample{Usage: 5000, InactiveFile: 1000, RSS: 2000}
+	if got.Memory == nil || *got.Memory != want {
+		t.Errorf("root without memory.stat: %s", describe(got))
+	}
+
+	// On v1 the root has its own counters; meminfo is not used.
+	c1, _ := OpenCgroups(v1Tree(t))
+	got, err = c1.ReadRoot(meminfo)
+	if err != nil || got.Memory == nil || got.Memory.Usage != 5000000 {
+		t.Errorf("v1 root: %s, %v", describe(got), err)
+	}
+}
+
+func TestContainerProcesses(t *testing.T) {
+	tests := []struct {
+		name          string
+		tree          func(*testing.T) string
+		pod, id, path string
+		procs         uint64
+	}{
+		{"v1 cgroupfs driver", v1Tree, "/kubepods/besteffort/pod1", "c1", "/kubepods/besteffort/pod1/c1", 3},
+		{"v2 systemd driver", v2Tree, "/kubepods/burstable/pod2", "c2", "/kubepods/burstable/pod2/cri-containerd-c2.scope", 1},
+		{"unknown container", v2Tree, "/kubepods/burstable/pod2", "c9", "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := OpenCgroups(tt.tree(t))
+			path := c.ContainerPath(tt.pod, tt.id)
+			if path != tt.path {
+				t.Fatalf("ContainerPath = %q, want %q", path, tt.path)
+			}
+			if path == "" {
+				return
+			}
+			n, err := c.Processes(path)
+			if err != nil || n != tt.procs {
+				t.Errorf("Processes = %d, %v; want %d", n, err, tt.procs)
+			}
+			if created, err := c.Created(path); err != nil || created.IsZero() {
+				t.Errorf("Created = %v, %v", created, err)
+			}
+		})
+	}
+}
+
+func TestCgroupPath(t *testing.T) {
+	for parent, want := range map[string]string{
+		"/kubepods/burstable/pod1":          "/kubepods/burstable/pod1",
+		"":                                  "",
+		"kubepods.slice":                    "/kubepods.slice",
+		"kubepods-burstable-pod1_2_3.slice": "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1_2_3.slice",
+		"/kubepods.slice/kubepods-besteffort.slice": "/kubepods.slice/kubepods-besteffort.slice",
+	} {
+		if got := CgroupPath(parent); got != want {
+			t.Errorf("CgroupPath(%q) = %q, want %q", parent, got, want)
+		}
+	}
+}
+
+func TestFirstProcess(t *testing.T) {
+	c, _ := OpenCgroups(v1Tree(t))
+	if pid, err := c.FirstProcess("/kubepods/besteffort/pod1/c1"); err != nil || pid != 12 {
+		t.Errorf("FirstProcess = %d, %v; want 12", pid, err)
+	}
+	root := v2Tree(t)
+	writeTree(t, root, map[string]string{"empty/cgroup.procs": ""})
+	c, _ = OpenCgroups(root)
+	if _, err := c.FirstProcess("/empty"); err == nil || !strings.Contains(err.Error(), "expected a pid on the first line") {
+		t.Errorf("FirstProcess of an empty cgroup: %v", err)
+	}
+}
