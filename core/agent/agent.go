@@ -16,12 +16,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/microlet/microlet/core/config"
 	"github.com/microlet/microlet/core/hostservice"
 	"github.com/microlet/microlet/core/logging"
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/server"
+	"github.com/microlet/microlet/core/stats"
 )
 
 // Options say how the agent was configured, so it can load its config again.
@@ -41,9 +43,11 @@ type Agent struct {
 	plugins *pluginhost.Host
 	healthz *server.Healthz
 	checks  *pluginChecks
-	// metrics holds every component's metrics.
-	metrics *prometheus.Registry
-	pods    *pods
+	// metrics holds every component's metrics (/metrics); probeMetrics the
+	// prober's, served apart on /metrics/probes as upstream.
+	metrics      *prometheus.Registry
+	probeMetrics *prometheus.Registry
+	pods         *pods
 }
 
 // New prepares an agent; Run starts it.
@@ -51,7 +55,8 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	if err := os.MkdirAll(cfg.RootDir, 0o750); err != nil {
 		return nil, fmt.Errorf("root dir: %w", err)
 	}
-	a := &Agent{opts: opts, log: opts.Logger, cfg: cfg, healthz: server.NewHealthz(), metrics: prometheus.NewRegistry()}
+	a := &Agent{opts: opts, log: opts.Logger, cfg: cfg, healthz: server.NewHealthz(),
+		metrics: prometheus.NewRegistry(), probeMetrics: prometheus.NewRegistry()}
 	host, err := pluginhost.New(PluginHostOptions(cfg, a.log, hostservice.New(runtimeCalls{a}, state{a})))
 	if err != nil {
 		return nil, fmt.Errorf("plugin host: %w", err)
@@ -121,8 +126,13 @@ func (a *Agent) serveHealthz() (*http.Server, error) {
 	}
 	mux := http.NewServeMux()
 	a.healthz.Register(mux)
-	// The local /pods, until the node API (with authentication) serves it.
+	// The local /pods, stats and metrics, until the node API (with
+	// authentication) serves them.
 	mux.Handle("GET /pods", server.PodsHandler(a.pods.loop.PodsWithStatus))
+	mux.Handle(stats.SummaryPath, a.pods.stats.SummaryHandler())
+	mux.Handle("GET "+stats.ResourceMetricsPath, a.pods.stats.ResourceMetricsHandler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics/probes", promhttp.HandlerFor(a.probeMetrics, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

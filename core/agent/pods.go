@@ -20,6 +20,7 @@ import (
 	"github.com/microlet/microlet/core/podruntime"
 	"github.com/microlet/microlet/core/podsource"
 	"github.com/microlet/microlet/core/prober"
+	"github.com/microlet/microlet/core/stats"
 	"github.com/microlet/microlet/core/status"
 	"github.com/microlet/microlet/core/syncloop"
 )
@@ -35,6 +36,7 @@ type pods struct {
 	cgroupTree *machine.Cgroups
 	cgroups    *cgroupmanager.Manager
 	prober     *prober.Manager
+	stats      *stats.Provider
 	runtime    *podruntime.Manager
 	cache      *podcache.Cache
 	pleg       *pleg.PLEG
@@ -67,9 +69,10 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 	if err := a.newNodeResources(p); err != nil {
 		return nil, err
 	}
-	if err := a.newProber(p, nodeIPs, reg); err != nil {
+	if err := a.newProber(p, nodeIPs); err != nil {
 		return nil, err
 	}
+	p.stats = stats.New(stats.PluginSource(a.plugins), a.log.Named("stats"))
 
 	sources, names, err := a.newSources(reg)
 	if err != nil {
@@ -171,7 +174,7 @@ func (a *Agent) newNodeResources(p *pods) error {
 // newProber builds the prober when a probes plugin is configured. Without
 // one, readiness follows whether containers run, as for containers with no
 // probes.
-func (a *Agent) newProber(p *pods, nodeIPs []string, reg prometheus.Registerer) error {
+func (a *Agent) newProber(p *pods, nodeIPs []string) error {
 	if !a.configured("probes") {
 		return nil
 	}
@@ -180,7 +183,7 @@ func (a *Agent) newProber(p *pods, nodeIPs []string, reg prometheus.Registerer) 
 		Plugin:      kindSlot{host: a.plugins, kind: "probes"},
 		NodeIPs:     nodeIPs,
 		CallTimeout: a.cfg.PluginHost.CallTimeout,
-		Registerer:  reg,
+		Registerer:  a.probeMetrics,
 		Logger:      a.log.Named("prober"),
 	})
 	return err
