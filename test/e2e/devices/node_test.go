@@ -1,0 +1,391 @@
+//go:build e2e
+
+package devicese2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/internal/devnode"
+)
+
+const (
+	// nodeName is every test node's name: static pod "fuse" runs as
+	// "fuse-e2e-node".
+	nodeName = "e2e-node"
+	// waitLimit bounds every wait for the node to do something.
+	waitLimit = 90 * time.Second
+	// coreStopTimeout is how long a stopping core has before SIGKILL.
+	coreStopTimeout = 30 * time.Second
+)
+
+// testNode is a private containerd plus the real microlet on it.
+type testNode struct {
+	t   *testing.T
+	dev *devnode.Node
+	cri runtimeapi.RuntimeServiceClient
+
+	dir, configPath, manifestDir, rootDir string
+	healthzAddr, cgroupRoot               string
+	// plugins is the HCL of the plugin blocks.
+	plugins string
+
+	// log is what every run of the core wrote, its plugins' lines included.
+	log  *syncBuffer
+	core *exec.Cmd
+	// exited is closed when the running core has exited.
+	exited chan struct{}
+}
+
+// startNode brings up a devnode, a cgroup root of its own and microlet
+// with the given plugin blocks, and waits until it serves /healthz.
+// Everything is stopped and removed when t ends: the core (by its pid),
+// the devnode with every pod, the cgroup root, the files.
+func startNode(t *testing.T, plugins string) *testNode {
+	t.Helper()
+	n := &testNode{t: t, log: &syncBuffer{}, plugins: plugins}
+	n.dir = shortTempDir(t)
+	n.configPath = filepath.Join(n.dir, "microlet.hcl")
+	n.manifestDir = filepath.Join(n.dir, "manifests")
+	n.rootDir = filepath.Join(n.dir, "root")
+	if err := os.MkdirAll(n.manifestDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.cgroupRoot = "/microlet-e2e-devices-" + randomHex(t)
+	if err := devnode.CreateCgroup(n.cgroupRoot); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := devnode.RemoveCgroup(n.cgroupRoot); err != nil {
+			t.Errorf("removing the cgroup root: %v", err)
+		}
+	})
+	n.dev = devnode.StartT(t)
+	n.cri = n.dev.RuntimeClient()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.healthzAddr = l.Addr().String()
+	l.Close()
+	n.writeConfig()
+	t.Cleanup(n.stop)
+	n.startCore()
+	return n
+}
+
+func (n *testNode) writeConfig() {
+	var b strings.Builder
+	for _, kv := range [][2]string{
+		{"node_name", nodeName},
+		{"root_dir", n.rootDir},
+		{"pod_logs_dir", filepath.Join(n.dir, "pod-logs")},
+		{"container_logs_dir", filepath.Join(n.dir, "container-logs")},
+		{"plugin_dir", binDir},
+		{"container_runtime_endpoint", n.dev.Endpoint},
+		{"static_pod_path", n.manifestDir},
+		{"cni_conf_dir", n.dev.CNIConfDir},
+		{"pod_push_socket", filepath.Join(n.dir, "pods.sock")},
+		{"healthz_bind_address", "127.0.0.1"},
+		{"cgroup_root", n.cgroupRoot},
+	} {
+		fmt.Fprintf(&b, "%s = %q\n", kv[0], kv[1])
+	}
+	fmt.Fprintf(&b, "cni_bin_dirs = [%q]\n", n.dev.CNIBinDir)
+	fmt.Fprintf(&b, "healthz_port = %s\n", n.healthzAddr[strings.LastIndex(n.healthzAddr, ":")+1:])
+	b.WriteString("plugin \"cgroup\" \"default\" {}\n")
+	b.WriteString(n.plugins)
+	if err := os.WriteFile(n.configPath, []byte(b.String()), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// startCore runs microlet and waits until /healthz passes.
+func (n *testNode) startCore() {
+	n.t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "microlet"), "--config", n.configPath)
+	cmd.Stdout, cmd.Stderr = n.log, n.log
+	// The core reads MICROLET_* variables as config (MICROLET_BIN would be
+	// an unknown key): it gets the config file only.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MICROLET_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		n.t.Fatalf("starting microlet: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	n.core, n.exited = cmd, exited
+	n.eventually("microlet serves /healthz", func() (bool, string) {
+		select {
+		case <-exited:
+			n.t.Fatalf("microlet exited while starting (%v)", cmd.ProcessState)
+		default:
+		}
+		resp, err := httpClient.Get("http://" + n.healthzAddr + "/healthz")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK, string(body)
+	})
+}
+
+// killCore SIGKILLs the core, as a crash would, and waits until it and
+// its plugins are gone (they die with it).
+func (n *testNode) killCore() {
+	n.t.Helper()
+	plugins := childProcesses(n.t, n.core.Process.Pid)
+	if err := n.core.Process.Signal(syscall.SIGKILL); err != nil {
+		n.t.Fatalf("SIGKILL the core: %v", err)
+	}
+	<-n.exited
+	n.expectGone(plugins)
+}
+
+// stop ends the core after the test: SIGTERM, then SIGKILL if it does not
+// exit in time. On failure its log goes to the test log.
+func (n *testNode) stop() {
+	select {
+	case <-n.exited:
+	default:
+		plugins := childProcesses(n.t, n.core.Process.Pid)
+		n.core.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-n.exited:
+		case <-time.After(coreStopTimeout):
+			n.t.Errorf("microlet did not exit %v after SIGTERM; killing it", coreStopTimeout)
+			n.core.Process.Signal(syscall.SIGKILL)
+			<-n.exited
+		}
+		n.expectGone(plugins)
+	}
+	if n.t.Failed() {
+		n.t.Logf("microlet's log:\n%s", n.log.String())
+	}
+}
+
+// expectGone fails the test unless every process in pids exits soon; one
+// that does not is killed.
+func (n *testNode) expectGone(pids []int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for !processGone(pid) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !processGone(pid) {
+			n.t.Errorf("plugin process %d outlived its core; killing it", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// addPod writes a static pod manifest; the pod runs as <name>-e2e-node.
+func (n *testNode) addPod(name, manifest string) {
+	n.t.Helper()
+	tmp := filepath.Join(n.manifestDir, "."+name+".yaml")
+	if err := os.WriteFile(tmp, []byte(manifest), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(n.manifestDir, name+".yaml")); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// devicePod is a static pod whose one container sleeps holding count
+// devices of resource.
+func devicePod(name, resource string, count int) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: default
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: %s
+    command: ["sleep", "3600"]
+    resources:
+      limits:
+        %s: "%d"
+`, name, devnode.DefaultTestImage, resource, count)
+}
+
+// pod is the named static pod as microlet's /pods shows it, or nil.
+func (n *testNode) pod(name string) *v1.Pod {
+	n.t.Helper()
+	resp, err := httpClient.Get("http://" + n.healthzAddr + "/pods")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var list v1.PodList
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		n.t.Fatalf("decoding /pods: %v", err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Name == name+"-"+nodeName {
+			return &list.Items[i]
+		}
+	}
+	return nil
+}
+
+// running waits until the pod's container runs and returns its status.
+func (n *testNode) running(name string) *v1.Pod {
+	n.t.Helper()
+	var pod *v1.Pod
+	n.eventually("pod "+name+" running", func() (bool, string) {
+		pod = n.pod(name)
+		if pod == nil {
+			return false, "not listed"
+		}
+		cs := pod.Status.ContainerStatuses
+		ok := pod.Status.Phase == v1.PodRunning && len(cs) == 1 && cs[0].State.Running != nil
+		return ok, fmt.Sprintf("phase %q reason %q message %q containers %+v", pod.Status.Phase, pod.Status.Reason, pod.Status.Message, cs)
+	})
+	return pod
+}
+
+// exec runs cmd in the pod's container and returns its output.
+func (n *testNode) exec(pod *v1.Pod, cmd ...string) string {
+	n.t.Helper()
+	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	ctx, cancel := context.WithTimeout(n.t.Context(), 30*time.Second)
+	defer cancel()
+	resp, err := n.cri.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: 20})
+	if err != nil {
+		n.t.Fatalf("exec %v in %s: %v", cmd, pod.Name, err)
+	}
+	if resp.ExitCode != 0 {
+		n.t.Fatalf("exec %v in %s exited %d: %s%s (is core/devicemanager wired into the agent?)", cmd, pod.Name, resp.ExitCode, resp.Stdout, resp.Stderr)
+	}
+	return string(resp.Stdout)
+}
+
+// eventually polls cond until it holds, failing the test with cond's last
+// report after waitLimit.
+func (n *testNode) eventually(what string, cond func() (bool, string)) {
+	n.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		ok, report := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("timed out waiting for %s: %s", what, report)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// childProcesses are the live children of parent (the core's plugins).
+func childProcesses(t *testing.T, parent int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, state, ok := procStat(pid); ok && ppid == parent && state != "Z" && state != "X" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// procStat reads a process's parent pid and state from /proc/<pid>/stat.
+func procStat(pid int) (ppid int, state string, ok bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, "", false
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 2 {
+		return 0, "", false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	return ppid, fields[0], err == nil
+}
+
+// processGone says whether pid has exited (a zombie counts).
+func processGone(pid int) bool {
+	_, state, ok := procStat(pid)
+	return !ok || state == "Z" || state == "X"
+}
+
+// shortTempDir is a new directory under the system's temp dir, removed
+// after the test: plugin sockets under t.TempDir's long paths would pass
+// the 107 bytes a unix socket path may have.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mldev-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+func randomHex(t *testing.T) string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+var httpClient = &http.Client{Timeout: 10 * time.Second}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
