@@ -159,6 +159,8 @@ func (p *PodWorkers) podWorkerLoop(uid types.UID, podUpdates <-chan struct{}) {
 		case errors.Is(err, context.Canceled):
 			// Whoever cancelled queued an update already.
 			log.Debug("sync cancelled")
+		case errors.Is(err, ErrBackOff):
+			log.Debug("pod is waiting out a backoff", "error", err)
 		case err != nil:
 			log.Error("error syncing pod, skipping", "error", err)
 		case update.WorkType == TerminatedPod:

@@ -58,6 +58,14 @@ const (
 // fmt.Errorf("%s: %v", NetworkNotReadyErrorMsg, err).
 const NetworkNotReadyErrorMsg = "network is not ready"
 
+// ErrBackOff marks a sync that failed only because it waits out a backoff
+// (CrashLoopBackOff, ImagePullBackOff): nothing is wrong, so the worker
+// logs it at debug level, but it retries after the error backoff, not the
+// resync interval, so that a container restarts soon after its backoff
+// ends (upstream 1.34 retries such a pod after its error backoff as well).
+// Wrap it: fmt.Errorf("%w: %w", ErrBackOff, err).
+var ErrBackOff = errors.New("waiting out a backoff")
+
 // Config configures the pod workers.
 type Config struct {
 	// Syncer does the work. Required.

@@ -3,8 +3,11 @@ package syncloop
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Admission is one admitter's verdict on a new pod.
@@ -47,4 +50,33 @@ func admit(ctx context.Context, admitters []Admitter, pod *v1.Pod, admitted []*v
 		}
 	}
 	return Admission{Admit: true}, ""
+}
+
+// rejectedPods are the UIDs of the pods refused at admission. The loop
+// changes them while ActivePods, which the host service calls, reads them.
+type rejectedPods struct {
+	mu   sync.RWMutex
+	uids sets.Set[types.UID]
+}
+
+func newRejectedPods() *rejectedPods {
+	return &rejectedPods{uids: sets.New[types.UID]()}
+}
+
+func (r *rejectedPods) insert(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.uids.Insert(uid)
+}
+
+func (r *rejectedPods) delete(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.uids.Delete(uid)
+}
+
+func (r *rejectedPods) has(uid types.UID) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.uids.Has(uid)
 }

@@ -15,10 +15,11 @@ import (
 // housekeeping is upstream's HandlePodCleanups: it reconciles the workers
 // with the desired pods, stops pods the runtime runs that no source wants,
 // drops statuses of forgotten pods and retries parked admissions. It waits
-// until every source has delivered its pods once: before that, "not
-// desired" may only mean "not read yet" (after a restart of the core).
+// until every source has delivered its pods once, to the loop itself:
+// before that, "not desired" may only mean "not read yet" (after a restart
+// of the core).
 func (l *Loop) housekeeping(ctx context.Context) {
-	if !l.opts.Config.SeenAllSources(sets.New(l.opts.Sources...)) {
+	if !l.opts.Config.SeenAllSources(l.sourcesSeen) {
 		return
 	}
 	start := time.Now()
@@ -32,7 +33,10 @@ func (l *Loop) housekeeping(ctx context.Context) {
 		l.admitAndStart(ctx, pod)
 	}
 	admitted := l.admittedPods("")
-	known := l.workers.SyncKnownPods(admitted)
+	// Every desired pod, finished ones included: a worker that finished a
+	// pod its source still holds is kept, so that the pod stays known
+	// terminated (not active, not admitted again).
+	known := l.workers.SyncKnownPods(l.desired.all())
 
 	// A desired pod the workers do not know was waiting for a predecessor
 	// of the same name to finish, or the workers forgot it after it
@@ -73,6 +77,9 @@ func (l *Loop) stopOrphans(ctx context.Context, known map[types.UID]podworkers.P
 	for _, rp := range pods {
 		if state, ok := known[rp.UID]; ok && state.State != podworkers.TerminatedPod {
 			continue // its worker drives it
+		}
+		if _, waiting := l.pending.get(rp.UID); waiting {
+			continue // it keeps running while it waits for admission
 		}
 		if !runs(rp) {
 			continue // dead leftovers are for container GC

@@ -62,7 +62,6 @@ type Health interface {
 // Options are what the loop is built from.
 type Options struct {
 	Config    *podconfig.PodConfig
-	Sources   []string // the names of the configured sources, for SeenAllSources
 	Runtime   Runtime
 	Events    Events
 	Cache     *podcache.Cache
@@ -114,13 +113,17 @@ type Loop struct {
 	// pending pods wait for an admitter that could not decide.
 	pending *desiredPods
 	// rejected pods were refused at admission; they never run.
-	rejected sets.Set[types.UID]
+	rejected *rejectedPods
 	// lastIteration is when the loop last went round (unix nanos), for healthz.
 	lastIteration atomic.Int64
 	// wake asks the loop for an early housekeeping pass.
 	wake chan struct{}
 	// activeSet is the active pods OnActivePods was last told of.
 	activeSet sets.Set[types.UID]
+	// sourcesSeen are the sources the loop has had an update from (upstream's
+	// sourcesReady): podconfig may have read a source whose pods still wait
+	// in its channel.
+	sourcesSeen sets.Set[string]
 }
 
 // New builds the loop and its pod workers.
@@ -129,13 +132,14 @@ func New(opts Options) (*Loop, error) {
 		opts.Logger = hclog.NewNullLogger()
 	}
 	l := &Loop{
-		opts:     opts,
-		log:      opts.Logger,
-		desired:  newDesiredPods(),
-		pending:  newDesiredPods(),
-		rejected: sets.New[types.UID](),
-		queue:    podworkers.NewWorkQueue(nil),
-		wake:     make(chan struct{}, 1),
+		opts:        opts,
+		log:         opts.Logger,
+		desired:     newDesiredPods(),
+		pending:     newDesiredPods(),
+		rejected:    newRejectedPods(),
+		sourcesSeen: sets.New[string](),
+		queue:       podworkers.NewWorkQueue(nil),
+		wake:        make(chan struct{}, 1),
 	}
 	workers, err := podworkers.New(podworkers.Config{
 		Syncer:         l,
@@ -211,6 +215,7 @@ func (l *Loop) Healthy() error {
 
 // handleUpdate applies one change from the sources.
 func (l *Loop) handleUpdate(ctx context.Context, update podconfig.PodUpdate) {
+	l.sourcesSeen.Insert(update.Source)
 	switch update.Op {
 	case podconfig.OpAdd:
 		sortByCreation(update.Pods)
@@ -224,7 +229,7 @@ func (l *Loop) handleUpdate(ctx context.Context, update podconfig.PodUpdate) {
 				continue
 			}
 			l.desired.set(pod)
-			if l.rejected.Has(pod.UID) {
+			if l.rejected.has(pod.UID) {
 				continue
 			}
 			if _, waiting := l.pending.get(pod.UID); waiting {
@@ -237,8 +242,8 @@ func (l *Loop) handleUpdate(ctx context.Context, update podconfig.PodUpdate) {
 		for _, pod := range update.Pods {
 			l.desired.remove(pod.UID)
 			l.pending.remove(pod.UID)
-			if l.rejected.Has(pod.UID) {
-				l.rejected.Delete(pod.UID)
+			if l.rejected.has(pod.UID) {
+				l.rejected.delete(pod.UID)
 				continue
 			}
 			l.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.Kill, Pod: pod, StartTime: time.Now()})
@@ -264,7 +269,7 @@ func (l *Loop) admitAndStart(ctx context.Context, pod *v1.Pod) {
 		l.pending.set(pod)
 	default:
 		l.pending.remove(pod.UID)
-		l.rejected.Insert(pod.UID)
+		l.rejected.insert(pod.UID)
 		l.log.Warn("pod rejected at admission", "pod", podName(pod), "admitter", by, "reason", verdict.Reason, "message", verdict.Message)
 		l.opts.Statuses.SetPodStatus(pod, status.RejectedStatus(pod, verdict.Reason, verdict.Message))
 	}
@@ -275,7 +280,7 @@ func (l *Loop) admitAndStart(ctx context.Context, pod *v1.Pod) {
 func (l *Loop) admittedPods(except types.UID) []*v1.Pod {
 	var out []*v1.Pod
 	for _, p := range l.desired.all() {
-		if p.UID == except || l.rejected.Has(p.UID) || l.workers.IsPodKnownTerminated(p.UID) {
+		if p.UID == except || l.rejected.has(p.UID) || l.workers.IsPodKnownTerminated(p.UID) {
 			continue
 		}
 		if _, waiting := l.pending.get(p.UID); waiting {
@@ -297,7 +302,7 @@ func (l *Loop) handleEvent(event *pleg.PodLifecycleEvent) {
 // syncKnown asks the workers to sync a desired pod.
 func (l *Loop) syncKnown(uid types.UID) {
 	pod, ok := l.desired.get(uid)
-	if !ok || l.rejected.Has(uid) {
+	if !ok || l.rejected.has(uid) {
 		return
 	}
 	if _, waiting := l.pending.get(uid); waiting {

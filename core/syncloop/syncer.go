@@ -38,8 +38,10 @@ func (l *Loop) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod *v1.Pod
 	result := l.opts.Runtime.SyncPod(ctx, pod, rs, probes)
 	l.recordReasons(pod, result)
 	if result.OnlyBackOff() {
-		// A pod waiting out a backoff is not a failed sync (upstream).
-		return false, nil
+		// A pod waiting out a backoff is not a failed sync (upstream), but
+		// it is synced again once the backoff may have ended, not at the
+		// resync interval: the worker retries it as after an error.
+		return false, fmt.Errorf("%w: %w", podworkers.ErrBackOff, result.Err())
 	}
 	return false, result.Err()
 }

@@ -1,0 +1,197 @@
+//go:build e2e
+
+package nodee2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/internal/devnode"
+)
+
+// nodeName is every test node's name: static pod "web" runs as "web-e2e-node".
+const nodeName = "e2e-node"
+
+// plugin is one plugin block of the generated config; body goes inside its
+// config { } block, verbatim, and sha256, when set, pins the binary.
+type plugin struct{ kind, name, body, sha256 string }
+
+// defaultPlugins are the plugins a node runs unless a test says otherwise:
+// every kind the build provides, with its default implementation.
+func defaultPlugins() []plugin {
+	plugins := []plugin{{kind: "cgroup", name: "default"}, {kind: "probes", name: "default"},
+		{kind: "eviction", name: "kubelet"}, {kind: "imagegc", name: "lru"}}
+	if _, err := os.Stat(filepath.Join(binDir, "microlet-stats-default")); err == nil {
+		plugins = append(plugins, plugin{kind: "stats", name: "default"})
+	}
+	return plugins
+}
+
+// nodeOptions say how a test's node is set up.
+type nodeOptions struct {
+	// plugins are the plugin blocks; nil: defaultPlugins.
+	plugins []plugin
+}
+
+// testNode is a private containerd plus the real microlet process on it.
+type testNode struct {
+	t   *testing.T
+	dev *devnode.Node
+	cri runtimeapi.RuntimeServiceClient
+
+	// dir holds everything of the agent: its config, root dir, logs, static
+	// pod manifests and the host paths tests mount into pods.
+	dir                                 string
+	configPath, manifestDir, rootDir    string
+	pushSocket, healthzAddr, cgroupRoot string
+	plugins                             []plugin
+
+	// log is what every run of the core wrote (its plugins' lines included).
+	log  *syncBuffer
+	core *coreProcess
+}
+
+// startNode brings up a node for t: a devnode, a cgroup root of its own and
+// microlet with a generated config, serving once it returns. Everything is
+// stopped and removed when t ends, in this order: the core (by its pid;
+// none of its plugin processes may be left), the devnode with every pod,
+// the cgroup root, the files.
+func startNode(t *testing.T, opts nodeOptions) *testNode {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the node runs containerd and makes cgroups: it needs root")
+	}
+	n := &testNode{t: t, log: &syncBuffer{}, plugins: opts.plugins}
+	if n.plugins == nil {
+		n.plugins = defaultPlugins()
+	}
+	// Cleanups run last-registered first: the files go last.
+	n.dir = shortTempDir(t)
+	n.configPath = filepath.Join(n.dir, "etc", "microlet.hcl")
+	n.manifestDir = filepath.Join(n.dir, "manifests")
+	n.rootDir = filepath.Join(n.dir, "root")
+	n.pushSocket = filepath.Join(n.dir, "pods.sock")
+	for _, d := range []string{filepath.Dir(n.configPath), n.manifestDir, n.hostPath("")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	n.cgroupRoot = "/microlet-e2e-" + randomHex(t, 4)
+	if err := devnode.CreateCgroup(n.cgroupRoot); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := devnode.RemoveCgroup(n.cgroupRoot); err != nil {
+			t.Errorf("removing the cgroup root: %v", err)
+		}
+	})
+
+	n.dev = devnode.StartT(t)
+	n.cri = n.dev.RuntimeClient()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.healthzAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	n.writeConfig()
+
+	t.Cleanup(n.stop)
+	n.startCore("")
+	return n
+}
+
+// hostPath is a directory on the host for a pod's hostPath volume.
+func (n *testNode) hostPath(name string) string {
+	return filepath.Join(n.dir, "host", name)
+}
+
+// writeConfig writes the agent's config for the node's plugins, replacing
+// the file by rename, as config management does: a running core reloads it.
+func (n *testNode) writeConfig() {
+	n.t.Helper()
+	var b strings.Builder
+	for _, kv := range [][2]string{
+		{"node_name", nodeName},
+		{"root_dir", n.rootDir},
+		{"pod_logs_dir", filepath.Join(n.dir, "pod-logs")},
+		{"container_logs_dir", filepath.Join(n.dir, "container-logs")},
+		{"plugin_dir", binDir},
+		{"container_runtime_endpoint", n.dev.Endpoint},
+		{"static_pod_path", n.manifestDir},
+		{"cni_conf_dir", n.dev.CNIConfDir},
+		{"pod_push_socket", n.pushSocket},
+		{"healthz_bind_address", "127.0.0.1"},
+		{"cgroup_root", n.cgroupRoot},
+	} {
+		fmt.Fprintf(&b, "%s = %q\n", kv[0], kv[1])
+	}
+	fmt.Fprintf(&b, "cni_bin_dirs = [%q]\n", n.dev.CNIBinDir)
+	fmt.Fprintf(&b, "healthz_port = %s\n", strings.TrimPrefix(n.healthzAddr, "127.0.0.1:"))
+	for _, p := range n.plugins {
+		fmt.Fprintf(&b, "\nplugin %q %q {\n", p.kind, p.name)
+		if p.sha256 != "" {
+			fmt.Fprintf(&b, "  sha256 = %q\n", p.sha256)
+		}
+		fmt.Fprintf(&b, "  config {\n%s\n  }\n}\n", p.body)
+	}
+	writeFileAtomic(n.t, n.configPath, b.String())
+}
+
+// writeFileAtomic replaces path with content by renaming a dot file
+// written beside it (the static pod source ignores dot files).
+func writeFileAtomic(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		t.Fatal(err)
+	}
+}
+
+// shortTempDir is a new directory under the system's temp dir, removed
+// after the test. t.TempDir's paths carry the test's name, and sockets
+// under them (plugins', the push socket) would pass the 108 bytes a unix
+// socket path may have.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mle2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+func randomHex(t *testing.T, bytes int) string {
+	b := make([]byte, bytes)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// freePort is a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

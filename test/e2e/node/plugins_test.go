@@ -1,0 +1,108 @@
+//go:build e2e
+
+package nodee2e
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestKilledCoreLeavesNoPluginProcess(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOptions{})
+	running := n.pluginProcesses()
+	for _, p := range n.plugins {
+		if n.pluginPID(p.kind, p.name) == 0 {
+			t.Errorf("no process runs plugin %s/%s; the core's children: %v", p.kind, p.name, running)
+		}
+	}
+	n.killCore() // fails the test if a plugin process outlives the core
+	n.startCore("")
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	config := func(hard string) string {
+		path := filepath.Join(dir, "microlet.hcl")
+		text := "node_name = \"e2e-node\"\n" +
+			"plugin_dir = \"" + binDir + "\"\n" +
+			"\n" +
+			"plugin \"eviction\" \"kubelet\" {\n" +
+			"  config {\n" +
+			"    hard = [\"" + hard + "\"]\n" + // line 6
+			"  }\n" +
+			"}\n"
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+
+	t.Run("a bad plugin block", func(t *testing.T) {
+		path := config("memory.available>100Mi")
+		stdout, stderr, code := validate(t, path)
+		want := path + `:6: plugin "eviction" "kubelet": config.hard: "memory.available>100Mi": expected <signal><<value>, such as "memory.available<100Mi"`
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("exit code %d, stdout %q, stderr %q; want 1 and the plugin's message at its line: %s", code, stdout, stderr, want)
+		}
+	})
+	t.Run("a good config", func(t *testing.T) {
+		stdout, stderr, code := validate(t, config("memory.available<100Mi"))
+		if code != 0 || !strings.Contains(stdout, "config ok") {
+			t.Errorf("exit code %d, stdout %q, stderr %q; want 0 and config ok", code, stdout, stderr)
+		}
+	})
+}
+
+// validate runs microlet config validate on path.
+func validate(t *testing.T, path string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := microletCommand("config", "validate", path)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("running microlet config validate: %v", err)
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+}
+
+func TestEvictionStrategySwitchedByEditingTheConfig(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOptions{plugins: []plugin{{kind: "cgroup", name: "default"}, {kind: "eviction", name: "kubelet"}}})
+	pods := n.runningPods("p", 1)
+	kubelet := n.pluginPID("eviction", "kubelet")
+	if kubelet == 0 {
+		t.Fatalf("no process runs microlet-eviction-kubelet; the core's children: %v", n.pluginProcesses())
+	}
+
+	for i, p := range n.plugins {
+		if p.kind == "eviction" {
+			n.plugins[i].name = "priority"
+		}
+	}
+	n.writeConfig()
+	n.eventually("healthz names the priority strategy, not the kubelet one", func() (bool, string) {
+		checks := n.healthzChecks()
+		return slices.Contains(checks, "plugin-eviction-priority") && !slices.Contains(checks, "plugin-eviction-kubelet"),
+			strings.Join(checks, " ")
+	})
+	if code, body := n.healthz(""); code != 200 {
+		t.Errorf("healthz after the switch: %d %s", code, body)
+	}
+	n.eventually("the kubelet strategy's process exits", func() (bool, string) {
+		return processGone(kubelet), ""
+	})
+	if n.pluginPID("eviction", "priority") == 0 {
+		t.Errorf("no process runs microlet-eviction-priority; the core's children: %v", n.pluginProcesses())
+	}
+	n.expectUntouched(pods)
+}
