@@ -71,6 +71,12 @@ healthz_port = 10248
 cgroup_driver = "cgroupfs"
 # Root cgroup under which the agent places pods.
 cgroup_root = "/"
+# Period of eviction cycles (the kubelet's evictionMonitoringPeriod); memory notifications start one sooner.
+eviction_monitoring_interval = "10s"
+# Most pods evicted in one cycle, whatever the eviction plugin asks; the kubelet evicts one.
+eviction_max_pods_per_cycle = 1
+# Start an eviction cycle at once when the kernel reports memory pressure. Flag --kernel-memcg-notification.
+kernel_memcg_notification = true
 
 # How the core runs and supervises plugin processes.
 plugin_host {

@@ -2,10 +2,8 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -13,8 +11,6 @@ import (
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/prober"
 	"github.com/microlet/microlet/core/syncloop"
-	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
-	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
 
 // The adapters here connect the core's components to each other without
@@ -104,24 +100,4 @@ func probeUpdates(ctx context.Context, m *prober.Manager) <-chan types.UID {
 		}
 	}()
 	return out
-}
-
-// evictionReservation asks the eviction strategy what its hard thresholds
-// hold back from pods, for node allocatable. Without a strategy serving,
-// nothing is held back until it is.
-func (a *Agent) evictionReservation(ctx context.Context, capacity *typesv1.ResourceList) (*typesv1.ResourceList, error) {
-	p := a.plugins.Plugin("eviction")
-	if p == nil {
-		return nil, nil
-	}
-	resp, err := pluginhost.Call(ctx, p, func(ctx context.Context, conn *grpc.ClientConn) (*evictionv1.GetNodeReservationResponse, error) {
-		return evictionv1.NewEvictionServiceClient(conn).GetNodeReservation(ctx, &evictionv1.GetNodeReservationRequest{Capacity: capacity})
-	})
-	if errors.Is(err, pluginhost.ErrUnavailable) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return resp.GetReserved(), nil
 }

@@ -2,17 +2,22 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/microlet/microlet/core/cgroupmanager"
 	"github.com/microlet/microlet/core/config"
 	"github.com/microlet/microlet/core/cri"
+	"github.com/microlet/microlet/core/devicemanager"
+	"github.com/microlet/microlet/core/eviction"
+	"github.com/microlet/microlet/core/gc"
 	"github.com/microlet/microlet/core/machine"
 	"github.com/microlet/microlet/core/pleg"
 	"github.com/microlet/microlet/core/podcache"
@@ -35,8 +40,11 @@ type pods struct {
 	capacity   *machine.Capacity
 	cgroupTree *machine.Cgroups
 	cgroups    *cgroupmanager.Manager
+	devices    *devicemanager.Manager
 	prober     *prober.Manager
 	stats      *stats.Provider
+	gc         *gc.Manager
+	eviction   *eviction.Manager
 	runtime    *podruntime.Manager
 	cache      *podcache.Cache
 	pleg       *pleg.PLEG
@@ -69,16 +77,26 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 	if err := a.newNodeResources(p); err != nil {
 		return nil, err
 	}
+	if p.devices, err = devicemanager.New(devicemanager.Options{
+		Plugins: devicemanager.HostSlots(a.plugins),
+		RootDir: cfg.RootDir,
+		Logger:  a.log.Named("devices"),
+	}); err != nil {
+		return nil, err
+	}
 	if err := a.newProber(p, nodeIPs); err != nil {
 		return nil, err
 	}
 	p.stats = stats.New(stats.PluginSource(a.plugins), a.log.Named("stats"))
 
-	sources, names, err := a.newSources(reg)
+	sources, err := a.newSources(reg)
 	if err != nil {
 		return nil, err
 	}
 	if p.config, err = podconfig.New(a.log.Named("podconfig"), sources...); err != nil {
+		return nil, err
+	}
+	if err := a.newPressure(p, sources, reg); err != nil {
 		return nil, err
 	}
 
@@ -91,6 +109,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 		ContainerLogsDir:      cfg.ContainerLogsDir,
 		DNS:                   podruntime.DNSConfig{ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf},
 		Resources:             p.cgroups,
+		ContainerOptions:      p.devices,
 		NodeAllocatable:       p.cgroups.Allocatable,
 		MaxParallelImagePulls: parallelImagePulls(cfg),
 		Logger:                a.log.Named("runtime"),
@@ -117,7 +136,6 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 	generator := &status.Generator{RuntimeName: v.GetRuntimeName(), NodeIPs: nodeIPs, Reasons: reasons}
 	loopOpts := syncloop.Options{
 		Config:       p.config,
-		Sources:      names,
 		Runtime:      p.runtime,
 		Events:       p.pleg,
 		Cache:        p.cache,
@@ -125,9 +143,9 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 		Reasons:      reasons,
 		Generator:    generator,
 		Health:       p.health,
-		Admitters:    []syncloop.Admitter{cgroupAdmitter{p.cgroups}},
-		Releasers:    []syncloop.Releaser{cgroupReleaser{p.cgroups}},
-		OnActivePods: p.cgroups.UpdatePods,
+		Admitters:    []syncloop.Admitter{p.eviction, cgroupAdmitter{p.cgroups}, p.devices}, // devices last: it allocates
+		Releasers:    []syncloop.Releaser{cgroupReleaser{p.cgroups}, p.devices},
+		OnActivePods: p.onActivePods,
 		MaxPods:      cfg.MaxPods,
 
 		SyncFrequency: cfg.SyncFrequency,
@@ -165,7 +183,7 @@ func (a *Agent) newNodeResources(p *pods) error {
 		RootDir:             cfg.RootDir,
 		CgroupRoot:          cfg.CgroupRoot,
 		CgroupDriver:        cfg.CgroupDriver,
-		EvictionReservation: a.evictionReservation,
+		EvictionReservation: p.evictionReservation,
 		Logger:              a.log.Named("cgroups"),
 	})
 	return err
@@ -194,6 +212,7 @@ func (a *Agent) newProber(p *pods, nodeIPs []string) error {
 func (p *pods) run(ctx context.Context) {
 	go p.poller.Run(ctx)
 	go p.cgroups.Run(ctx)
+	go p.devices.Run(ctx)
 	if p.prober != nil {
 		go p.prober.Run(ctx)
 	}
@@ -201,18 +220,27 @@ func (p *pods) run(ctx context.Context) {
 	go p.config.Run(ctx)
 	go p.pleg.Run(ctx)
 	go p.loop.Run(ctx)
+	go p.gc.Run(ctx)
+	go p.eviction.Run(ctx)
+}
+
+// onActivePods follows the active pods with node-level resources. The loop
+// calls it once every source has delivered its pods, which is when the
+// devices of pods removed while the core was down can be released.
+func (p *pods) onActivePods(ctx context.Context, active []*v1.Pod) error {
+	return errors.Join(p.devices.ReleaseStale(p.loop.DesiredPods()), p.cgroups.UpdatePods(ctx, active))
 }
 
 // newSources makes the configured pod sources: the static pod path and URL
 // when set, and always the local push endpoint.
-func (a *Agent) newSources(reg prometheus.Registerer) ([]podsource.Source, []string, error) {
+func (a *Agent) newSources(reg prometheus.Registerer) ([]podsource.Source, error) {
 	cfg := a.cfg
 	var sources []podsource.Source
 	if cfg.StaticPodPath != "" {
 		s, err := podsource.NewFile(podsource.FileConfig{Path: cfg.StaticPodPath, CheckFrequency: cfg.FileCheckFrequency, NodeName: cfg.NodeName},
 			a.log, reg)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		sources = append(sources, s)
 	}
@@ -220,7 +248,7 @@ func (a *Agent) newSources(reg prometheus.Registerer) ([]podsource.Source, []str
 		s, err := podsource.NewHTTP(podsource.HTTPConfig{URL: cfg.StaticPodURL, Header: cfg.StaticPodURLHeader, CheckFrequency: cfg.HTTPCheckFrequency, NodeName: cfg.NodeName},
 			a.log, reg)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		sources = append(sources, s)
 	}
@@ -230,15 +258,11 @@ func (a *Agent) newSources(reg prometheus.Registerer) ([]podsource.Source, []str
 		NodeName:   cfg.NodeName,
 	}, a.log)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	a.log.Info("pod push endpoint", "socket", cfg.PodPushSocket)
 	sources = append(sources, push)
-	names := make([]string, len(sources))
-	for i, s := range sources {
-		names[i] = s.Name()
-	}
-	return sources, names, nil
+	return sources, nil
 }
 
 // nodeIPs are the configured node addresses, or the address of the

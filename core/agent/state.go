@@ -51,12 +51,22 @@ func (s state) NodeView() *typesv1.Node {
 	if p == nil {
 		return &typesv1.Node{Name: cfg.NodeName}
 	}
+	// Device plugins' extended resources join the machine's, as upstream's
+	// node status setters add the device manager's capacity.
+	capacity := p.capacity.ResourceList()
+	for name, q := range p.devices.Capacity() {
+		capacity.Other[string(name)] = q.Value()
+	}
+	allocatable := p.cgroups.Allocatable()
+	for name, q := range p.devices.Allocatable() {
+		allocatable[name] = q
+	}
 	return &typesv1.Node{
 		Name:          cfg.NodeName,
 		Labels:        nodeLabels(cfg.NodeName),
-		Capacity:      p.capacity.ResourceList(),
-		Allocatable:   podview.ResourceList(p.cgroups.Allocatable()),
-		Conditions:    p.conditions(),
+		Capacity:      capacity,
+		Allocatable:   podview.ResourceList(allocatable),
+		Conditions:    append(p.conditions(), p.eviction.Conditions()...),
 		CgroupDriver:  cfg.CgroupDriver,
 		CgroupVersion: int32(p.cgroupTree.Version()),
 		RootDir:       cfg.RootDir,

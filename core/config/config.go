@@ -61,6 +61,16 @@ type Config struct {
 	HealthzPort  int    `config:"healthz_port"`
 	CgroupDriver string `config:"cgroup_driver"` // cgroupfs or systemd
 	CgroupRoot   string `config:"cgroup_root"`
+	// EvictionMonitoringInterval is the period of eviction cycles (the
+	// kubelet's evictionMonitoringPeriod).
+	EvictionMonitoringInterval time.Duration `config:"eviction_monitoring_interval"`
+	// EvictionMaxPodsPerCycle bounds the pods evicted in one cycle, whatever
+	// the eviction plugin asks (the kubelet evicts one).
+	EvictionMaxPodsPerCycle int `config:"eviction_max_pods_per_cycle"`
+	// KernelMemcgNotification starts an eviction cycle at once when the
+	// kernel reports memory pressure (memcg thresholds on cgroup v1, PSI and
+	// memory.events on v2), instead of at the next periodic cycle.
+	KernelMemcgNotification bool `config:"kernel_memcg_notification"`
 
 	PluginHost PluginHost `config:"plugin_host"`
 	// Plugins are the plugin "<kind>" "<name>" blocks, sorted by kind, then name.
@@ -124,28 +134,31 @@ func (p Position) String() string {
 // binary) are empty here and filled in by Load.
 func Defaults() *Config {
 	return &Config{
-		RootDir:                  "/var/lib/microlet",
-		PodLogsDir:               "/var/log/pods",
-		ContainerLogsDir:         "/var/log/containers",
-		LogLevel:                 "info",
-		GOMAXPROCS:               1,
-		PluginDir:                "/usr/libexec/microlet/plugins",
-		ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock",
-		RuntimeRequestTimeout:    2 * time.Minute,
-		StaticPodURLHeader:       map[string][]string{},
-		FileCheckFrequency:       20 * time.Second,
-		HTTPCheckFrequency:       20 * time.Second,
-		SyncFrequency:            time.Minute,
-		MaxPods:                  110,
-		SerializeImagePulls:      true,
-		CNIConfDir:               "/etc/cni/net.d",
-		CNIBinDirs:               []string{"/opt/cni/bin", "/usr/lib/cni"},
-		ClusterDNS:               []string{},
-		ResolvConf:               "/etc/resolv.conf",
-		HealthzBindAddress:       "127.0.0.1",
-		HealthzPort:              10248,
-		CgroupDriver:             "cgroupfs",
-		CgroupRoot:               "/",
+		RootDir:                    "/var/lib/microlet",
+		PodLogsDir:                 "/var/log/pods",
+		ContainerLogsDir:           "/var/log/containers",
+		LogLevel:                   "info",
+		GOMAXPROCS:                 1,
+		PluginDir:                  "/usr/libexec/microlet/plugins",
+		ContainerRuntimeEndpoint:   "unix:///run/containerd/containerd.sock",
+		RuntimeRequestTimeout:      2 * time.Minute,
+		StaticPodURLHeader:         map[string][]string{},
+		FileCheckFrequency:         20 * time.Second,
+		HTTPCheckFrequency:         20 * time.Second,
+		SyncFrequency:              time.Minute,
+		MaxPods:                    110,
+		SerializeImagePulls:        true,
+		CNIConfDir:                 "/etc/cni/net.d",
+		CNIBinDirs:                 []string{"/opt/cni/bin", "/usr/lib/cni"},
+		ClusterDNS:                 []string{},
+		ResolvConf:                 "/etc/resolv.conf",
+		HealthzBindAddress:         "127.0.0.1",
+		HealthzPort:                10248,
+		CgroupDriver:               "cgroupfs",
+		CgroupRoot:                 "/",
+		EvictionMonitoringInterval: 10 * time.Second,
+		EvictionMaxPodsPerCycle:    1,
+		KernelMemcgNotification:    true,
 		PluginHost: PluginHost{
 			StartTimeout:      10 * time.Second,
 			CallTimeout:       2 * time.Second,

@@ -176,12 +176,14 @@ plugin_host {
   restart_backoff = "1m"
   health_failures = 0
 }
+eviction_max_pods_per_cycle = 0
 `},
 			want: []string{
 				`{main}:1: log_level: expected one of trace, debug, info, warn, error, got "loud"`,
 				`{main}:2: cgroup_driver: expected one of cgroupfs, systemd, got "systemdd"`,
 				`{main}:3: runtime_request_timeout: expected a positive duration, got "0s"`,
 				`{main}:4: max_pods: expected a whole number of at least 0, got -1`,
+				`{main}:19: eviction_max_pods_per_cycle: expected a whole number of at least 1, got 0`,
 				`{main}:17: plugin_host.health_failures: expected a whole number of at least 1, got 0`,
 				`{main}:5: healthz_port: expected 0 (disabled) or a port from 1 to 65535, got 70000`,
 				`{main}:16: plugin_host.restart_backoff: restart_backoff (1m0s) exceeds restart_backoff_max (30s)`,

@@ -45,6 +45,7 @@ var flagSpecs = []flagSpec{
 	{name: "log-level", key: "log_level", usage: "Log level: trace, debug, info, warn or error."},
 	{name: "log-json", key: "log_json", usage: "Write logs as JSON lines."},
 	{name: "plugin-dir", key: "plugin_dir", usage: "Directory holding the plugin binaries (microlet-<kind>-<name>)."},
+	{name: "kernel-memcg-notification", key: "kernel_memcg_notification", usage: "Start an eviction cycle at once when the kernel reports memory pressure (memcg thresholds on cgroup v1, PSI and memory.events on v2)."},
 	{name: "gomaxprocs", key: "gomaxprocs", usage: "Number of OS threads running Go code at once (GOMAXPROCS); 0 leaves Go's default."},
 }
 

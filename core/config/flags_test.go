@@ -31,6 +31,7 @@ func TestRegisterFlags(t *testing.T) {
 		{"log-level", "string", "info"},
 		{"log-json", "bool", ""},
 		{"plugin-dir", "string", "/usr/libexec/microlet/plugins"},
+		{"kernel-memcg-notification", "bool", "true"},
 		{"gomaxprocs", "int", "1"},
 	}
 	for _, tt := range tests {

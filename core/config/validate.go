@@ -51,6 +51,7 @@ func (c *Config) validate() Errors {
 	v.oneOf("cgroup_driver", c.CgroupDriver, "cgroupfs", "systemd")
 	v.positiveDurations()
 	v.atLeast("max_pods", c.MaxPods, 0)
+	v.atLeast("eviction_max_pods_per_cycle", c.EvictionMaxPodsPerCycle, 1)
 	v.atLeast("max_parallel_image_pulls", c.MaxParallelImagePulls, 0)
 	if c.CNIBridgeConfig && c.PodCIDR == "" {
 		v.fail("cni_bridge_config", "needs pod_cidr: the bridge network's addresses come from it")

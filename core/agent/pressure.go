@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"context"
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/microlet/microlet/core/cri"
+	"github.com/microlet/microlet/core/eviction"
+	"github.com/microlet/microlet/core/gc"
+	"github.com/microlet/microlet/core/memnotify"
+	"github.com/microlet/microlet/core/podsource"
+	"github.com/microlet/microlet/core/podworkers"
+	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+)
+
+// newPressure builds what keeps the node alive under pressure: garbage
+// collection and the eviction manager, with its kernel memory notifier.
+// The sync loop is built afterwards; the adapters reach it through p.
+func (a *Agent) newPressure(p *pods, sources []podsource.Source, reg prometheus.Registerer) error {
+	cfg := a.cfg
+	names := sets.New[string]()
+	for _, s := range sources {
+		names.Insert(s.Name())
+	}
+	var err error
+	if p.gc, err = gc.New(gc.Options{
+		Runtime:          p.cri,
+		Plugin:           gc.HostPlugin(a.plugins),
+		Pods:             gcPods{p: p, sources: names},
+		PodLogsDir:       cfg.PodLogsDir,
+		ContainerLogsDir: cfg.ContainerLogsDir,
+		Logger:           a.log.Named("gc"),
+	}); err != nil {
+		return err
+	}
+	var notifier eviction.Notifier
+	if cfg.KernelMemcgNotification {
+		n, err := memnotify.New(memnotify.Options{Cgroups: p.cgroupTree, CgroupRoot: cfg.CgroupRoot, Logger: a.log.Named("memnotify")})
+		if err != nil {
+			a.log.Warn("kernel memory notifications are off; eviction runs on its period only", "error", err)
+		} else {
+			notifier = n
+		}
+	}
+	p.eviction, err = eviction.New(eviction.Options{
+		Plugin:    eviction.HostPlugin(a.plugins),
+		Stats:     p.stats,
+		Measurer:  &eviction.Measurer{Cgroups: p.cgroupTree, RootDir: cfg.RootDir, ImageFsMount: imageFsMount(p.cri)},
+		Pods:      evictionPods{p},
+		Reclaimer: p.gc,
+		Node: func() *typesv1.Node {
+			return state{a}.NodeView()
+		},
+		Notifier:           notifier,
+		MonitoringInterval: cfg.EvictionMonitoringInterval,
+		MaxPodsPerCycle:    cfg.EvictionMaxPodsPerCycle,
+		Logger:             a.log.Named("eviction"),
+		Registerer:         reg,
+	})
+	return err
+}
+
+// evictionReservation is what the eviction manager holds back for node
+// allocatable. The cgroup manager asks only once the pods run, when
+// p.eviction exists.
+func (p *pods) evictionReservation(ctx context.Context, capacity *typesv1.ResourceList) (*typesv1.ResourceList, error) {
+	return p.eviction.Reservation(ctx, capacity)
+}
+
+// gcPods tells container GC which pods are gone: no source wants them and
+// no pod worker knows them (the status manager drops a pod's status when
+// neither holds it any more), and only once every source has delivered its
+// pods, lest a pod not read yet after a restart count as deleted.
+type gcPods struct {
+	p       *pods
+	sources sets.Set[string]
+}
+
+func (g gcPods) PodDeleted(uid types.UID) bool {
+	if !g.p.config.SeenAllSources(g.sources) {
+		return false
+	}
+	if _, ok := g.p.statuses.GetPodStatus(uid); ok {
+		return false
+	}
+	for _, pod := range g.p.loop.DesiredPods() {
+		if pod.UID == uid {
+			return false
+		}
+	}
+	return true
+}
+
+// evictionPods are the pods as the eviction manager sees and kills them.
+type evictionPods struct{ p *pods }
+
+func (e evictionPods) ActivePods() []*v1.Pod { return e.p.loop.ActivePods() }
+
+func (e evictionPods) PodView(pod *v1.Pod) *typesv1.Pod { return e.p.podView(pod) }
+
+func (e evictionPods) KillPod(pod *v1.Pod, evict bool, gracePeriod *int64, statusFn podworkers.PodStatusFunc) error {
+	return e.p.loop.KillPod(pod, evict, gracePeriod, statusFn)
+}
+
+// PodCleanedUp: a terminated pod's cgroup is removed once it is released
+// (upstream podResourcesAreReclaimed); a pod without one has nothing to wait for.
+func (e evictionPods) PodCleanedUp(uid types.UID) bool {
+	_, _, planned := e.p.cgroups.PodCgroup(uid)
+	return !planned
+}
+
+// imageFsMount is the mount point of the runtime's first image filesystem.
+func imageFsMount(c *cri.Client) func(ctx context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		info, err := c.ImageFsInfo(ctx)
+		if err != nil {
+			return "", err
+		}
+		for _, fs := range info.GetImageFilesystems() {
+			if mount := fs.GetFsId().GetMountpoint(); mount != "" {
+				return mount, nil
+			}
+		}
+		return "", errors.New("the runtime reports no image filesystem mount point")
+	}
+}

@@ -1,0 +1,189 @@
+//go:build e2e
+
+// Package pressurebench measures how fast the node reacts to memory
+// pressure: from the moment the pods' memory crosses the eviction threshold
+// (read from the kubepods cgroup, polled every few milliseconds by the
+// benchmark) to the moment the offending pod's container has stopped (seen
+// through CRI), on the real microlet binary and a private containerd. It
+// runs with the kernel's memory notifications on, then off (periodic cycle
+// only), and reports the median and the worst of a few runs each.
+package pressurebench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubelettypes "k8s.io/kubelet/pkg/types"
+
+	"github.com/microlet/microlet/core/machine"
+	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
+)
+
+const (
+	// runs per mode; each is one eviction.
+	runs = 5
+	// Pods may use podsMemory; the hard threshold holds back threshold, so
+	// allocatableMemory.available<threshold is met once the pods' working
+	// sets pass podsMemory - 2*threshold.
+	podsMemory = 700 * pressuree2e.Mi
+	threshold  = 300 * pressuree2e.Mi
+	crossing   = podsMemory - 2*threshold
+	// monitoringInterval is the eviction manager's period (the default).
+	monitoringInterval = 10 * time.Second
+	// memoryPoll and stopPoll are how often the benchmark looks.
+	memoryPoll = 2 * time.Millisecond
+	stopPoll   = 5 * time.Millisecond
+)
+
+func TestMain(m *testing.M) { os.Exit(pressuree2e.Main(m)) }
+
+func BenchmarkMemoryPressureReaction(b *testing.B) {
+	for _, notify := range []bool{true, false} {
+		b.Run(fmt.Sprintf("kernel_memcg_notification=%t", notify), func(b *testing.B) {
+			n := pressuree2e.Start(b, pressuree2e.Options{
+				Plugins: []pressuree2e.Plugin{
+					{Kind: "cgroup", Name: "default", Body: fmt.Sprintf("kube_reserved = { memory = \"%d\" }", pressuree2e.KubeReservedFor(b, podsMemory))},
+					{Kind: "eviction", Name: "kubelet", Body: fmt.Sprintf("hard = [\"memory.available<%d\"]\npressure_transition_period = \"0s\"", threshold)},
+					{Kind: "imagegc", Name: "lru"},
+					{Kind: "stats", Name: "default"},
+				},
+				Settings: map[string]string{"kernel_memcg_notification": strconv.FormatBool(notify)},
+			})
+			kubepods := kubepodsMemory(b, n.CgroupRoot)
+			var reactions []time.Duration
+			for b.Loop() {
+				for i := range runs {
+					reactions = append(reactions, react(b, n, kubepods, fmt.Sprintf("hog-%d", i)))
+				}
+			}
+			slices.Sort(reactions)
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(reactions[len(reactions)/2].Seconds(), "p50-s")
+			b.ReportMetric(reactions[len(reactions)-1].Seconds(), "max-s")
+			b.Logf("reactions: %v", reactions)
+		})
+	}
+}
+
+// react runs one eviction: a hog fills a memory-backed emptyDir in 20Mi
+// steps up to 200Mi, past the crossing at 100Mi; it returns the time from
+// the crossing to its container's stop.
+func react(b *testing.B, n *pressuree2e.Node, kubepods *cgroupMemory, name string) time.Duration {
+	b.Helper()
+	n.Eventually("the pods' memory is below the threshold", func() (bool, string) {
+		ws := kubepods.workingSet(b)
+		return ws < crossing/2, fmt.Sprintf("kubepods working set %d", ws)
+	})
+	// Each run waits for the last eviction, which a periodic cycle may have
+	// made; a random pause puts the next crossing anywhere in the period
+	// instead of always just after a tick.
+	time.Sleep(rand.N(monitoringInterval))
+	crossed := make(chan time.Time, 1)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		for ctx.Err() == nil {
+			if kubepods.workingSet(b) > crossing {
+				crossed <- time.Now()
+				return
+			}
+			time.Sleep(memoryPoll)
+		}
+	}()
+	// Burstable, so that it is admitted while MemoryPressure still holds
+	// from the last run.
+	hog := pressuree2e.PodSpec{Name: name, Script: pressuree2e.FillScript(20, 10, "0.05"), MemoryRequest: "8Mi", MemoryVolume: true}
+	n.Push(hog.Manifest())
+	stopped := waitStopped(b, n, name+"-"+pressuree2e.NodeName)
+	var at time.Time
+	select {
+	case at = <-crossed:
+	default:
+		b.Fatalf("%s stopped before its memory crossed the threshold", name)
+	}
+	if p := n.Pod(name); p == nil || !pressuree2e.Evicted(p) {
+		b.Fatalf("%s stopped, but was not evicted: %v", name, p)
+	}
+	// The next run, or the node's removal, must not race the teardown.
+	n.WaitStopped(name)
+	n.Delete(name)
+	return stopped.Sub(at)
+}
+
+// waitStopped polls the runtime until the pod's container has exited and
+// returns when it saw it.
+func waitStopped(b *testing.B, n *pressuree2e.Node, podName string) time.Time {
+	b.Helper()
+	deadline := time.Now().Add(pressuree2e.WaitTimeout)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := n.CRI.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+			LabelSelector: map[string]string{kubelettypes.KubernetesPodNameLabel: podName},
+		}})
+		cancel()
+		if err != nil {
+			b.Fatalf("ListContainers: %v", err)
+		}
+		for _, c := range resp.Containers {
+			if c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+				return time.Now()
+			}
+		}
+		time.Sleep(stopPoll)
+	}
+	b.Fatalf("pod %s's container did not stop within %v", podName, pressuree2e.WaitTimeout)
+	return time.Time{}
+}
+
+// cgroupMemory reads a cgroup's working set: usage less inactive file
+// pages, as the eviction signals count it.
+type cgroupMemory struct {
+	usage, stat, inactiveKey string
+}
+
+func kubepodsMemory(b *testing.B, cgroupRoot string) *cgroupMemory {
+	b.Helper()
+	cg, err := machine.DetectCgroups()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if cg.Version() == 2 {
+		dir := filepath.Join(cg.Unified, cgroupRoot, "kubepods")
+		return &cgroupMemory{usage: filepath.Join(dir, "memory.current"), stat: filepath.Join(dir, "memory.stat"), inactiveKey: "inactive_file"}
+	}
+	dir := filepath.Join(cg.V1["memory"], cgroupRoot, "kubepods")
+	return &cgroupMemory{usage: filepath.Join(dir, "memory.usage_in_bytes"), stat: filepath.Join(dir, "memory.stat"), inactiveKey: "total_inactive_file"}
+}
+
+func (c *cgroupMemory) workingSet(b *testing.B) int64 {
+	raw, err := os.ReadFile(c.usage)
+	if err != nil {
+		b.Error(err)
+		return 0
+	}
+	usage, _ := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	stat, err := os.ReadFile(c.stat)
+	if err != nil {
+		b.Error(err)
+		return 0
+	}
+	s := bufio.NewScanner(bytes.NewReader(stat))
+	for s.Scan() {
+		if k, v, ok := strings.Cut(s.Text(), " "); ok && k == c.inactiveKey {
+			inactive, _ := strconv.ParseInt(v, 10, 64)
+			return usage - min(usage, inactive)
+		}
+	}
+	return usage
+}

@@ -1,0 +1,565 @@
+//go:build e2e
+
+// Package pressuree2e tests node pressure end to end: the real microlet
+// binary with its real plugins on a private containerd (internal/devnode),
+// pods that use memory and disk until the node evicts them, image garbage
+// collection, and an eviction strategy swapped while pressure holds. Its
+// harness (this file) is exported for the benchmarks in test/bench/pressure.
+//
+// The node e2e suite (test/e2e/node) has a harness of the same shape, in
+// _test files that cannot be imported; this one keeps to what pressure
+// tests need.
+package pressuree2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/internal/devnode"
+)
+
+const (
+	// NodeName is every test node's name.
+	NodeName = "pressure-node"
+	// WaitTimeout bounds every wait: reaching it is a failure, not a timing
+	// assertion, so it is generous for a loaded 2-core VM.
+	WaitTimeout  = 3 * time.Minute
+	pollInterval = 200 * time.Millisecond
+	// coreStopTimeout is how long a stopping core has before SIGKILL.
+	coreStopTimeout = 30 * time.Second
+)
+
+// Plugin is one plugin block of the generated config; Body goes inside its
+// config { } block, verbatim.
+type Plugin struct{ Kind, Name, Body string }
+
+// Options say how a node is set up.
+type Options struct {
+	// Plugins are the plugin blocks; nil: cgroup, eviction kubelet,
+	// imagegc lru and stats, each with its defaults.
+	Plugins []Plugin
+	// Settings are extra top-level keys, values in HCL (`"2s"`, `false`).
+	Settings map[string]string
+	// Images are imported into the node's containerd before the core starts.
+	Images []devnode.Image
+}
+
+// DefaultPlugins are the plugins a node runs unless a test says otherwise.
+func DefaultPlugins() []Plugin {
+	return []Plugin{{Kind: "cgroup", Name: "default"}, {Kind: "eviction", Name: "kubelet"},
+		{Kind: "imagegc", Name: "lru"}, {Kind: "stats", Name: "default"}}
+}
+
+// Node is a private containerd plus the real microlet process on it.
+type Node struct {
+	t   testing.TB
+	Dev *devnode.Node
+	CRI runtimeapi.RuntimeServiceClient
+
+	Dir, ConfigPath, RootDir, PodLogsDir string
+	PushSocket, HealthzAddr, CgroupRoot  string
+	opts                                 Options
+
+	log  *syncBuffer
+	core *exec.Cmd
+	// exited is closed once the core has exited and been reaped.
+	exited chan struct{}
+}
+
+// Start brings up a node for t: a devnode, a cgroup root of its own and
+// microlet on a generated config, serving once it returns. Everything is
+// stopped and removed when t ends: the core (by its pid; no plugin process
+// of it may be left), the devnode with every pod, the cgroup root, the files.
+func Start(t testing.TB, opts Options) *Node {
+	t.Helper()
+	if opts.Plugins == nil {
+		opts.Plugins = DefaultPlugins()
+	}
+	n := &Node{t: t, opts: opts, log: &syncBuffer{}}
+	n.Dir = shortTempDir(t)
+	// Runs after the core and the devnode are gone: a pod whose cleanup the
+	// core's stop cut short leaves its volumes mounted under the root dir.
+	t.Cleanup(func() { unmountBelow(t, n.Dir) })
+	n.ConfigPath = filepath.Join(n.Dir, "microlet.hcl")
+	n.RootDir = filepath.Join(n.Dir, "root")
+	n.PodLogsDir = filepath.Join(n.Dir, "pod-logs")
+	n.PushSocket = filepath.Join(n.Dir, "pods.sock")
+
+	n.CgroupRoot = fmt.Sprintf("/microlet-pressure-%d-%d", os.Getpid(), time.Now().UnixNano())
+	if err := devnode.CreateCgroup(n.CgroupRoot); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := devnode.RemoveCgroup(n.CgroupRoot); err != nil {
+			t.Errorf("removing the cgroup root: %v", err)
+		}
+	})
+	n.Dev = devnode.StartT(t)
+	n.CRI = n.Dev.RuntimeClient()
+	for _, img := range opts.Images {
+		ctx, cancel := context.WithTimeout(context.Background(), WaitTimeout)
+		err := n.Dev.ImportImage(ctx, img)
+		cancel()
+		if err != nil {
+			t.Fatalf("importing %s: %v", img.Ref, err)
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.HealthzAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	n.WriteConfig(opts.Plugins)
+	t.Cleanup(n.stop)
+	n.startCore()
+	return n
+}
+
+// WriteConfig writes the agent's config with plugins, replacing the file by
+// rename as config management does: a running core reloads it.
+func (n *Node) WriteConfig(plugins []Plugin) {
+	n.t.Helper()
+	var b strings.Builder
+	for _, kv := range [][2]string{
+		{"node_name", NodeName},
+		{"root_dir", n.RootDir},
+		{"pod_logs_dir", n.PodLogsDir},
+		{"container_logs_dir", filepath.Join(n.Dir, "container-logs")},
+		{"plugin_dir", BinDir},
+		{"container_runtime_endpoint", n.Dev.Endpoint},
+		{"cni_conf_dir", n.Dev.CNIConfDir},
+		{"pod_push_socket", n.PushSocket},
+		{"healthz_bind_address", "127.0.0.1"},
+		{"cgroup_root", n.CgroupRoot},
+	} {
+		fmt.Fprintf(&b, "%s = %q\n", kv[0], kv[1])
+	}
+	fmt.Fprintf(&b, "cni_bin_dirs = [%q]\n", n.Dev.CNIBinDir)
+	fmt.Fprintf(&b, "healthz_port = %s\n", strings.TrimPrefix(n.HealthzAddr, "127.0.0.1:"))
+	for k, v := range n.opts.Settings {
+		fmt.Fprintf(&b, "%s = %s\n", k, v)
+	}
+	for _, p := range plugins {
+		fmt.Fprintf(&b, "\nplugin %q %q {\n  config {\n%s\n  }\n}\n", p.Kind, p.Name, p.Body)
+	}
+	tmp := filepath.Join(n.Dir, ".microlet.hcl.tmp")
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, n.ConfigPath); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// startCore runs microlet and waits until /healthz passes.
+func (n *Node) startCore() {
+	n.t.Helper()
+	cmd := exec.Command(filepath.Join(BinDir, "microlet"), "--config", n.ConfigPath)
+	// microlet reads MICROLET_* variables as config keys; the tests' own
+	// (MICROLET_BIN) are not.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MICROLET_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = n.log, n.log
+	if err := cmd.Start(); err != nil {
+		n.t.Fatalf("starting microlet: %v", err)
+	}
+	n.core, n.exited = cmd, make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(n.exited)
+	}()
+	n.Eventually("microlet serves /healthz", func() (bool, string) {
+		select {
+		case <-n.exited:
+			n.t.Fatalf("microlet exited while starting (%v)", cmd.ProcessState)
+		default:
+		}
+		code, body := n.get("/healthz")
+		return code == http.StatusOK, fmt.Sprintf("healthz %d: %s", code, body)
+	})
+}
+
+// RestartCore stops the core (SIGTERM; its pods keep running) and starts
+// it again on the current config.
+func (n *Node) RestartCore() {
+	n.t.Helper()
+	n.stopCore()
+	n.startCore()
+}
+
+// CorePID is the core's process id.
+func (n *Node) CorePID() int { return n.core.Process.Pid }
+
+// stop ends the core after the test. On failure, or with -v, the core's
+// log goes to the test log.
+func (n *Node) stop() {
+	n.stopCore()
+	if n.t.Failed() || testing.Verbose() {
+		n.t.Logf("microlet's log:\n%s", n.log.String())
+	}
+}
+
+// stopCore ends the core: SIGTERM, then SIGKILL if it does not exit in
+// time. No plugin process of it may remain.
+func (n *Node) stopCore() {
+	select {
+	case <-n.exited:
+		return
+	default:
+	}
+	plugins := n.PluginProcesses()
+	n.core.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-n.exited:
+	case <-time.After(coreStopTimeout):
+		n.t.Errorf("microlet did not exit %v after SIGTERM; killing it", coreStopTimeout)
+		n.core.Process.Signal(syscall.SIGKILL)
+		<-n.exited
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for pid, name := range plugins {
+		for !processGone(pid) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !processGone(pid) {
+			n.t.Errorf("plugin process %s (pid %d) outlived its core; killing it", name, pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// Log is what the core (its plugins' lines included) wrote so far.
+func (n *Node) Log() string { return n.log.String() }
+
+// Eventually polls cond until it holds; after WaitTimeout the test fails
+// with what was awaited and cond's last description of what it saw.
+func (n *Node) Eventually(what string, cond func() (ok bool, seen string)) {
+	n.t.Helper()
+	deadline := time.Now().Add(WaitTimeout)
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("after %v still waiting for %s; last seen: %s", WaitTimeout, what, seen)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// Push POSTs a pod manifest (YAML; IMAGE names the node's busybox image) to
+// the node's push endpoint.
+func (n *Node) Push(manifest string) {
+	n.t.Helper()
+	n.pushRequest(http.MethodPost, "/pods", strings.ReplaceAll(manifest, "IMAGE", devnode.DefaultTestImage))
+}
+
+// Delete removes a pushed pod (by the name pushed) through the push endpoint.
+func (n *Node) Delete(name string) {
+	n.t.Helper()
+	n.pushRequest(http.MethodDelete, "/pods/default/"+name, "")
+}
+
+func (n *Node) pushRequest(method, path, body string) {
+	n.t.Helper()
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", n.PushSocket)
+		},
+	}}
+	req, err := http.NewRequest(method, "http://localhost"+path, strings.NewReader(body))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		n.t.Fatalf("%s %s on the push socket: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		n.t.Fatalf("%s %s: %s: %s", method, path, resp.Status, answer)
+	}
+}
+
+// Pod is the named pushed pod as /pods lists it, nil if it is not there.
+// name is the name pushed; the pod runs as <name>-<node>.
+func (n *Node) Pod(name string) *v1.Pod {
+	n.t.Helper()
+	code, body := n.get("/pods")
+	if code != http.StatusOK {
+		n.t.Fatalf("GET /pods: %d %s", code, body)
+	}
+	var list v1.PodList
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		n.t.Fatalf("GET /pods: %v", err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Name == name+"-"+NodeName {
+			return &list.Items[i]
+		}
+	}
+	return nil
+}
+
+// WaitPod waits until the named pod is listed and cond holds for it.
+func (n *Node) WaitPod(name, what string, cond func(*v1.Pod) bool) *v1.Pod {
+	n.t.Helper()
+	var found *v1.Pod
+	n.Eventually(fmt.Sprintf("pod %s: %s", name, what), func() (bool, string) {
+		found = n.Pod(name)
+		if found == nil {
+			return false, "not on /pods"
+		}
+		return cond(found), DescribePod(found)
+	})
+	return found
+}
+
+// Containers lists a pod's containers on the runtime, every instance.
+func (n *Node) Containers(uid types.UID) []*runtimeapi.Container {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := n.CRI.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(uid)},
+	}})
+	if err != nil {
+		n.t.Fatalf("ListContainers: %v", err)
+	}
+	return resp.Containers
+}
+
+// WaitStopped waits until the runtime runs nothing of the named pod (by the
+// name pushed): no running container, no ready sandbox.
+func (n *Node) WaitStopped(name string) {
+	n.t.Helper()
+	selector := map[string]string{"io.kubernetes.pod.name": name + "-" + NodeName}
+	n.Eventually("nothing of pod "+name+" runs on the runtime", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		sandboxes, err := n.CRI.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+			LabelSelector: selector, State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}})
+		if err != nil {
+			return false, err.Error()
+		}
+		containers, err := n.CRI.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+			LabelSelector: selector, State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(sandboxes.Items)+len(containers.Containers) == 0, fmt.Sprintf("%d ready sandboxes, %d running containers", len(sandboxes.Items), len(containers.Containers))
+	})
+}
+
+// Metric reads one series of the core's /metrics, by name and exact labels.
+func (n *Node) Metric(name string, labels map[string]string) (float64, bool) {
+	n.t.Helper()
+	code, body := n.get("/metrics")
+	if code != http.StatusOK {
+		n.t.Fatalf("GET /metrics: %d %s", code, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		n.t.Fatalf("GET /metrics: %v", err)
+	}
+	for _, m := range families[name].GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		if maps.Equal(got, labels) {
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// PluginPID is the pid of the core's child running microlet-<kind>-<name>,
+// 0 if none.
+func (n *Node) PluginPID(kind, name string) int {
+	for pid, prog := range n.PluginProcesses() {
+		if prog == "microlet-"+kind+"-"+name {
+			return pid
+		}
+	}
+	return 0
+}
+
+// PluginProcesses are the core's live children (its plugins): pid -> the
+// program name (argv[0]; the plugin host execs a descriptor).
+func (n *Node) PluginProcesses() map[int]string {
+	out := map[int]string{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, state, ok := procStat(pid); !ok || ppid != n.CorePID() || state == "Z" || state == "X" {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+		out[pid] = filepath.Base(string(argv0))
+	}
+	return out
+}
+
+// get GETs a path of the core's local endpoint: status code and body, 0
+// when the core does not answer.
+func (n *Node) get(path string) (int, string) {
+	resp, err := httpClient.Get("http://" + n.HealthzAddr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+var httpClient = &http.Client{Timeout: 10 * time.Second}
+
+// DescribePod is a one-line summary of a pod's status for failure messages.
+func DescribePod(p *v1.Pod) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s uid %s phase %s", p.Name, p.UID, p.Status.Phase)
+	if p.Status.Reason != "" {
+		fmt.Fprintf(&b, " (%s: %s)", p.Status.Reason, p.Status.Message)
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		fmt.Fprintf(&b, " [%s restarts=%d", c.Name, c.RestartCount)
+		switch s := c.State; {
+		case s.Running != nil:
+			b.WriteString(" running")
+		case s.Waiting != nil:
+			fmt.Fprintf(&b, " waiting %s", s.Waiting.Reason)
+		case s.Terminated != nil:
+			fmt.Fprintf(&b, " terminated %d %s", s.Terminated.ExitCode, s.Terminated.Reason)
+		}
+		b.WriteString("]")
+	}
+	return b.String()
+}
+
+// procStat reads a process's parent pid and state from /proc/<pid>/stat.
+func procStat(pid int) (ppid int, state string, ok bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, "", false
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 2 {
+		return 0, "", false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	return ppid, fields[0], err == nil
+}
+
+// processGone says whether pid has exited (a zombie nobody reaped counts).
+func processGone(pid int) bool {
+	_, state, ok := procStat(pid)
+	return !ok || state == "Z" || state == "X"
+}
+
+// shortTempDir is a new directory under the system's temp dir, removed
+// after the test: sockets below t.TempDir's long paths would pass the 108
+// bytes a unix socket path may have.
+func shortTempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mlpress-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// unmountBelow detaches every mount below dir, deepest first.
+func unmountBelow(t testing.TB, dir string) {
+	mounts, err := procfs.GetMounts()
+	if err != nil {
+		t.Errorf("reading mounts: %v", err)
+		return
+	}
+	var below []string
+	for _, m := range mounts {
+		if strings.HasPrefix(m.MountPoint, dir+"/") {
+			below = append(below, m.MountPoint)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(below)))
+	for _, m := range below {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmounting %s: %v", m, err)
+		}
+	}
+}
+
+// freePort is a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
