@@ -75,7 +75,7 @@ test-unit:
 
 # End-to-end tests run on real containerd, runc and CNI (internal/devnode),
 # and need root. Packages run in parallel; so do independent cases inside them.
-E2E_PKGS ?= ./test/e2e/... ./internal/devnode/...
+E2E_PKGS ?= ./test/e2e/... ./internal/devnode/... ./core/podruntime/ ./core/pleg/
 test-e2e: build
 	MICROLET_BIN=$(OUT) $(GO) test -count=1 -tags e2e -timeout 25m $(E2E_PKGS)
 

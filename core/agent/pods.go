@@ -96,7 +96,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 	if p.config, err = podconfig.New(a.log.Named("podconfig"), sources...); err != nil {
 		return nil, err
 	}
-	if err := a.newPressure(p, sources, reg); err != nil {
+	if err := a.newPressure(p, reg); err != nil {
 		return nil, err
 	}
 

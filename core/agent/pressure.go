@@ -7,13 +7,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/microlet/microlet/core/cri"
 	"github.com/microlet/microlet/core/eviction"
 	"github.com/microlet/microlet/core/gc"
 	"github.com/microlet/microlet/core/memnotify"
-	"github.com/microlet/microlet/core/podsource"
 	"github.com/microlet/microlet/core/podworkers"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
@@ -21,17 +19,13 @@ import (
 // newPressure builds what keeps the node alive under pressure: garbage
 // collection and the eviction manager, with its kernel memory notifier.
 // The sync loop is built afterwards; the adapters reach it through p.
-func (a *Agent) newPressure(p *pods, sources []podsource.Source, reg prometheus.Registerer) error {
+func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 	cfg := a.cfg
-	names := sets.New[string]()
-	for _, s := range sources {
-		names.Insert(s.Name())
-	}
 	var err error
 	if p.gc, err = gc.New(gc.Options{
 		Runtime:          p.cri,
 		Plugin:           gc.HostPlugin(a.plugins),
-		Pods:             gcPods{p: p, sources: names},
+		Pods:             gcPods{p: p},
 		PodLogsDir:       cfg.PodLogsDir,
 		ContainerLogsDir: cfg.ContainerLogsDir,
 		Logger:           a.log.Named("gc"),
@@ -74,15 +68,13 @@ func (p *pods) evictionReservation(ctx context.Context, capacity *typesv1.Resour
 
 // gcPods tells container GC which pods are gone: no source wants them and
 // no pod worker knows them (the status manager drops a pod's status when
-// neither holds it any more), and only once every source has delivered its
-// pods, lest a pod not read yet after a restart count as deleted.
-type gcPods struct {
-	p       *pods
-	sources sets.Set[string]
-}
+// neither holds it any more), and only once every source's pods have
+// reached the sync loop, lest a pod not read yet after a restart count as
+// deleted.
+type gcPods struct{ p *pods }
 
 func (g gcPods) PodDeleted(uid types.UID) bool {
-	if !g.p.config.SeenAllSources(g.sources) {
+	if !g.p.loop.SourcesReady() {
 		return false
 	}
 	if _, ok := g.p.statuses.GetPodStatus(uid); ok {

@@ -19,8 +19,11 @@ import (
 // before that, "not desired" may only mean "not read yet" (after a restart
 // of the core).
 func (l *Loop) housekeeping(ctx context.Context) {
-	if !l.opts.Config.SeenAllSources(l.sourcesSeen) {
-		return
+	if !l.sourcesReady.Load() {
+		if !l.opts.Config.SeenAllSources(l.sourcesSeen) {
+			return
+		}
+		l.sourcesReady.Store(true)
 	}
 	start := time.Now()
 	defer func() {

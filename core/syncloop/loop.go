@@ -116,14 +116,16 @@ type Loop struct {
 	rejected *rejectedPods
 	// lastIteration is when the loop last went round (unix nanos), for healthz.
 	lastIteration atomic.Int64
-	// wake asks the loop for an early housekeeping pass.
-	wake chan struct{}
 	// activeSet is the active pods OnActivePods was last told of.
 	activeSet sets.Set[types.UID]
 	// sourcesSeen are the sources the loop has had an update from (upstream's
 	// sourcesReady): podconfig may have read a source whose pods still wait
 	// in its channel.
 	sourcesSeen sets.Set[string]
+	// sourcesReady turns true, for good, once every source has reached the
+	// loop; others read it (garbage collection asks it before it counts a
+	// pod as deleted).
+	sourcesReady atomic.Bool
 }
 
 // New builds the loop and its pod workers.
@@ -139,7 +141,6 @@ func New(opts Options) (*Loop, error) {
 		rejected:    newRejectedPods(),
 		sourcesSeen: sets.New[string](),
 		queue:       podworkers.NewWorkQueue(nil),
-		wake:        make(chan struct{}, 1),
 	}
 	workers, err := podworkers.New(podworkers.Config{
 		Syncer:         l,
@@ -195,8 +196,6 @@ func (l *Loop) Run(ctx context.Context) {
 				l.syncKnown(uid)
 			}
 		case <-housekeeping.C:
-			l.housekeeping(ctx)
-		case <-l.wake:
 			l.housekeeping(ctx)
 		}
 	}
@@ -347,3 +346,8 @@ func (l *Loop) PodsWithStatus() []*v1.Pod {
 	}
 	return out
 }
+
+// SourcesReady says whether every source's pods have reached the loop.
+// Before that, a pod the loop does not know may only not be read yet (after
+// a restart of the core); once true it stays true.
+func (l *Loop) SourcesReady() bool { return l.sourcesReady.Load() }
