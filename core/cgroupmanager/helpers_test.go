@@ -5,8 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"github.com/microlet/microlet/internal/devnode"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -166,47 +165,15 @@ func privateV1Root(t *testing.T) (*machine.Cgroups, string) {
 		t.Fatal(err)
 	}
 	root := fmt.Sprintf("/microlet-test-%d-%s", os.Getpid(), hex.EncodeToString(suffix))
-	var dirs []string
-	for _, name := range v1Controllers {
-		if mount, ok := cg.V1[string(name)]; ok {
-			dirs = append(dirs, filepath.Join(mount, root))
-		}
-	}
 	t.Cleanup(func() {
-		for _, dir := range dirs {
-			if err := removeCgroupTree(dir); err != nil {
-				t.Errorf("clean up %s: %v", dir, err)
-			}
+		if err := devnode.RemoveCgroup(root); err != nil {
+			t.Errorf("clean up %s: %v", root, err)
 		}
 	})
-	for _, dir := range dirs {
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := devnode.CreateCgroup(root); err != nil {
+		t.Fatal(err)
 	}
 	return cg, root
-}
-
-// removeCgroupTree removes a cgroup directory, children first: rmdir, since
-// the kernel's control files go with their directory.
-func removeCgroupTree(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		if e.IsDir() {
-			errs = append(errs, removeCgroupTree(filepath.Join(dir, e.Name())))
-		}
-	}
-	if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
-		errs = append(errs, fmt.Errorf("rmdir %s: %w", dir, err))
-	}
-	return errors.Join(errs...)
 }
 
 // testPod builds a pod whose containers have the given requests and

@@ -1,39 +1,25 @@
 package pluginhost
 
 import (
-	"strings"
-
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/microlet/microlet/sdk"
 )
 
-// ConfigError is one problem a plugin found in its config block.
-type ConfigError struct {
-	// Path is the dotted key inside the block; empty for the whole block.
-	Path string
-	// Message says what is wrong and what was expected, in the plugin's words.
-	Message string
-}
-
-func (e ConfigError) Error() string {
-	if e.Path == "" {
-		return e.Message
-	}
-	return e.Path + ": " + e.Message
-}
+// ConfigError is one problem a plugin found in its config block: the path of
+// the key inside the block (empty for the block) and the plugin's message.
+// It is the SDK's type, the one plugins answer with.
+type ConfigError = sdk.ConfigError
 
 // InvalidConfigError is a plugin's refusal of its config block.
 type InvalidConfigError struct {
-	Errors []ConfigError
+	Errors sdk.ConfigErrors
 }
 
 func (e *InvalidConfigError) Error() string {
-	msgs := make([]string, len(e.Errors))
-	for i, ce := range e.Errors {
-		msgs[i] = ce.Error()
-	}
-	return "invalid config: " + strings.Join(msgs, "; ")
+	return "invalid config: " + e.Errors.Error()
 }
 
 // configErrorsOf turns an INVALID_ARGUMENT status with google.rpc.BadRequest
@@ -44,7 +30,7 @@ func configErrorsOf(err error) error {
 	if !ok || st.Code() != codes.InvalidArgument {
 		return err
 	}
-	var errs []ConfigError
+	var errs sdk.ConfigErrors
 	for _, detail := range st.Details() {
 		if br, ok := detail.(*errdetails.BadRequest); ok {
 			for _, v := range br.GetFieldViolations() {
@@ -53,7 +39,7 @@ func configErrorsOf(err error) error {
 		}
 	}
 	if len(errs) == 0 {
-		errs = []ConfigError{{Message: st.Message()}}
+		errs = sdk.ConfigErrors{{Message: st.Message()}}
 	}
 	return &InvalidConfigError{Errors: errs}
 }

@@ -56,13 +56,15 @@ func (g *Generator) PodStatus(pod *v1.Pod, runtime *container.PodStatus, old v1.
 
 	all := append(append([]v1.ContainerStatus{}, s.ContainerStatuses...), s.InitContainerStatuses...)
 	s.Phase = getPhase(pod, all, podIsTerminal, anyActiveRegularContainerStarted(&pod.Spec, runtime))
-	if !isTerminalPhase(s.Phase) {
-		switch {
-		case isTerminalPhase(old.Phase):
-			s.Phase = old.Phase
-		case isTerminalPhase(pod.Status.Phase):
-			s.Phase = pod.Status.Phase
-		}
+	switch {
+	case isTerminalPhase(old.Phase):
+		// A terminal phase is final, whatever the containers do next: an
+		// evicted pod (Failed) whose containers exit 0 on SIGTERM stays
+		// Failed. Upstream keeps it only when the new phase is not terminal
+		// and leaves its status manager to refuse the change.
+		s.Phase = old.Phase
+	case !isTerminalPhase(s.Phase) && isTerminalPhase(pod.Status.Phase):
+		s.Phase = pod.Status.Phase
 	}
 	if s.Phase == old.Phase {
 		s.Reason, s.Message = old.Reason, old.Message

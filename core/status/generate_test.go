@@ -277,3 +277,17 @@ func TestReasonCache(t *testing.T) {
 		t.Errorf("the cache holds more than %d entries", maxReasonCacheEntries)
 	}
 }
+
+func TestTerminalPhaseIsFinal(t *testing.T) {
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hog", Namespace: "default", UID: "u1"},
+		Spec:       v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways, Containers: []v1.Container{{Name: "c", Image: "i"}}},
+	}
+	// Evicted, then its container exited 0 on SIGTERM.
+	rs := &container.PodStatus{UID: "u1", Containers: []*container.ContainerStatus{{ID: "c1", Name: "c", State: container.StateExited, ExitCode: 0}}}
+	old := v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."}
+	got := (&Generator{RuntimeName: "containerd"}).PodStatus(pod, rs, old, true)
+	if got.Phase != v1.PodFailed || got.Reason != "Evicted" {
+		t.Errorf("phase %s reason %q, want Failed/Evicted kept", got.Phase, got.Reason)
+	}
+}
