@@ -19,7 +19,7 @@ PROTOC_GEN_GO_GRPC_VERSION  := v1.5.1
 PLUGIN_DIRS  := $(sort $(dir $(wildcard plugins/*/cmd/microlet-*/main.go examples/plugins/microlet-*/main.go)))
 PLUGIN_BINS  := $(foreach d,$(PLUGIN_DIRS),$(OUT)/$(notdir $(d:/=)))
 
-.PHONY: all build core plugins test test-unit test-e2e proto proto-lint proto-breaking tools bench run clean ci
+.PHONY: all build core plugins test test-unit test-e2e proto proto-lint proto-breaking tools kube-tools bench run clean
 
 all: build
 
@@ -73,13 +73,19 @@ test-unit:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
+# The upstream components tests and benchmarks run beside microlet
+# (kube-apiserver, kubelet, kubectl, the sample device plugin), built from
+# the Go module proxy once per cache: minutes cold, nothing when stamped.
+kube-tools:
+	bash hack/kube-tools/build.sh $(CACHE)/kube/bin
+
 # End-to-end tests run on real containerd, runc and CNI (internal/devnode),
 # and need root. Packages run in parallel; so do independent cases inside them.
 E2E_PKGS ?= ./test/e2e/... ./internal/devnode/... ./core/podruntime/ ./core/pleg/
-test-e2e: build
+test-e2e: build kube-tools
 	MICROLET_BIN=$(OUT) $(GO) test -count=1 -tags e2e -timeout 25m $(E2E_PKGS)
 
-bench: build
+bench: build kube-tools
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -tags e2e -timeout 60m ./test/bench/...
 
 # The main job: a private containerd, every plugin and the core running
