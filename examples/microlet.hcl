@@ -65,8 +65,64 @@ resolv_conf = "/etc/resolv.conf"
 pod_push_socket = ""
 # Address of the healthz endpoint.
 healthz_bind_address = "127.0.0.1"
-# Port of the healthz endpoint; 0 disables it.
+# Port of the healthz endpoint (/healthz only); 0 disables it.
 healthz_port = 10248
+
+# The node API (docs/node-api.md): /pods, /stats/summary, /metrics, /logs,
+# /containerLogs, exec, attach, port-forward, run and more, as the kubelet's.
+# Address of the HTTPS listener. Flag --address.
+address = "0.0.0.0"
+# Port of the HTTPS listener (authenticated and authorized); 0 disables it. Flag --port.
+port = 10250
+# Port of the plain-HTTP listener of the read-only endpoints, without authentication; 0 disables it. Flag --read-only-port.
+read_only_port = 0
+# Serving certificate (PEM, chain after the leaf). Empty with tls_private_key_file: a self-signed pair in cert_dir. Flag --tls-cert-file.
+tls_cert_file = ""
+# Key of tls_cert_file. Flag --tls-private-key-file.
+tls_private_key_file = ""
+# Directory of the self-signed pair (kubelet.crt, kubelet.key), made on first start. Empty: <root_dir>/pki. Flag --cert-dir.
+cert_dir = ""
+# Lowest TLS version served: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13. Empty: Go's default (1.2). Flag --tls-min-version.
+tls_min_version = ""
+# TLS cipher suites served, by IANA name. Empty: Go's defaults. Flag --tls-cipher-suites.
+tls_cipher_suites = []
+# Serve exec, attach, port-forward, run, containerLogs, /logs and /runningpods; off, they answer 405. Flag --enable-debugging-handlers.
+enable_debugging_handlers = true
+# Directory /logs/ serves (files and listings; nothing outside it, symlinks included).
+node_log_dir = "/var/log"
+# Kubeconfig reaching the API server, which reviews bearer tokens and authorizes requests. Flag --kubeconfig.
+kubeconfig = ""
+
+# Who may call the node API.
+authentication {
+  x509 {
+    # PEM bundle of CAs: a client certificate they signed authenticates as its common name, its organizations as groups. Flag --client-ca-file.
+    client_ca_file = ""
+  }
+  webhook {
+    # Authenticate bearer tokens with a TokenReview (needs kubeconfig). Flag --authentication-token-webhook.
+    enabled = true
+    # How long a review's answer is kept. Flag --authentication-token-webhook-cache-ttl.
+    cache_ttl = "2m"
+  }
+  anonymous {
+    # Let requests without credentials in as system:anonymous (group system:unauthenticated). Flag --anonymous-auth.
+    enabled = false
+  }
+}
+
+# What callers may do.
+authorization {
+  # AlwaysAllow, or Webhook: a SubjectAccessReview on nodes/<subresource> (needs kubeconfig). Flag --authorization-mode.
+  mode = "Webhook"
+  webhook {
+    # How long an allowed answer is kept. Flag --authorization-webhook-cache-authorized-ttl.
+    cache_authorized_ttl = "5m"
+    # How long a denied answer is kept. Flag --authorization-webhook-cache-unauthorized-ttl.
+    cache_unauthorized_ttl = "30s"
+  }
+}
+
 # Cgroup driver: cgroupfs or systemd.
 cgroup_driver = "cgroupfs"
 # Root cgroup under which the agent places pods.

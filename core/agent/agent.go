@@ -5,25 +5,21 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/microlet/microlet/core/config"
 	"github.com/microlet/microlet/core/hostservice"
 	"github.com/microlet/microlet/core/logging"
+	"github.com/microlet/microlet/core/nodeapi"
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/server"
-	"github.com/microlet/microlet/core/stats"
 )
 
 // Options say how the agent was configured, so it can load its config again.
@@ -57,11 +53,17 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	}
 	a := &Agent{opts: opts, log: opts.Logger, cfg: cfg, healthz: server.NewHealthz(),
 		metrics: prometheus.NewRegistry(), probeMetrics: prometheus.NewRegistry()}
-	host, err := pluginhost.New(PluginHostOptions(cfg, a.log, hostservice.New(runtimeCalls{a}, state{a})))
+	// The plugin metrics read the host's slots, which exist once it does.
+	pluginMetrics := nodeapi.NewPluginMetrics(func() []pluginhost.Status { return a.plugins.Status() })
+	hostOpts := PluginHostOptions(cfg, a.log, hostservice.New(runtimeCalls{a}, state{a}))
+	hostOpts.OnCall = pluginMetrics.ObserveCall
+	host, err := pluginhost.New(hostOpts)
 	if err != nil {
 		return nil, fmt.Errorf("plugin host: %w", err)
 	}
 	a.plugins = host
+	// As the kubelet's /metrics: the Go runtime's and the process's own.
+	a.metrics.MustRegister(pluginMetrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.checks = &pluginChecks{healthz: a.healthz, host: host}
 	return a, nil
 }
@@ -82,10 +84,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.healthz.Add("pleg", func() error { _, err := pods.pleg.Healthy(); return err })
 	a.healthz.Add("runtime", pods.health.RuntimeErr)
 
-	srv, err := a.serveHealthz()
+	api, err := a.newNodeAPI(pods)
 	if err != nil {
 		return err
 	}
+	if err := api.Start(); err != nil {
+		return err
+	}
+	go trackPodStarts(ctx, pods.statuses, pods.loop, a.metrics)
 
 	if err := a.plugins.Reconcile(ctx, PluginSpecs(a.cfg)); err != nil {
 		// A plugin that cannot start leaves its kind to the fallback; the
@@ -107,40 +113,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("stopping")
 	shutdown, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
-	if srv != nil {
-		_ = srv.Shutdown(shutdown)
-	}
+	_ = api.Shutdown(shutdown)
 	wg.Wait()
 	return a.plugins.Close(shutdown)
-}
-
-// serveHealthz listens on healthz_bind_address:healthz_port (0: off).
-func (a *Agent) serveHealthz() (*http.Server, error) {
-	if a.cfg.HealthzPort == 0 {
-		return nil, nil
-	}
-	addr := net.JoinHostPort(a.cfg.HealthzBindAddress, strconv.Itoa(a.cfg.HealthzPort))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("healthz: %w", err)
-	}
-	mux := http.NewServeMux()
-	a.healthz.Register(mux)
-	// The local /pods, stats and metrics, until the node API (with
-	// authentication) serves them.
-	mux.Handle("GET /pods", server.PodsHandler(a.pods.loop.PodsWithStatus))
-	mux.Handle(stats.SummaryPath, a.pods.stats.SummaryHandler())
-	mux.Handle("GET "+stats.ResourceMetricsPath, a.pods.stats.ResourceMetricsHandler())
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))
-	mux.Handle("GET /metrics/probes", promhttp.HandlerFor(a.probeMetrics, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.log.Error("healthz server stopped", "error", err)
-		}
-	}()
-	a.log.Info("serving healthz and pods", "healthz", "http://"+addr+"/healthz", "pods", "http://"+addr+"/pods")
-	return srv, nil
 }
 
 // logPlugins says which plugins serve, so an operator sees them come up.

@@ -58,7 +58,35 @@ type Config struct {
 	PodPushSocket      string `config:"pod_push_socket"`
 	HealthzBindAddress string `config:"healthz_bind_address"`
 	// HealthzPort 0 disables the healthz endpoint, as in the kubelet.
-	HealthzPort  int    `config:"healthz_port"`
+	HealthzPort int `config:"healthz_port"`
+
+	// Address and Port are the node API's HTTPS listener (authenticated and
+	// authorized); port 0 disables it.
+	Address string `config:"address"`
+	Port    int    `config:"port"`
+	// ReadOnlyPort serves the read-only endpoints over plain HTTP without
+	// authentication; 0 (the default) disables it.
+	ReadOnlyPort int `config:"read_only_port"`
+	// TLSCertFile and TLSPrivateKeyFile are the node API's serving pair;
+	// when unset a self-signed pair is made in CertDir on first start.
+	TLSCertFile       string `config:"tls_cert_file"`
+	TLSPrivateKeyFile string `config:"tls_private_key_file"`
+	// CertDir holds the self-signed pair; after Load, <root_dir>/pki unless set.
+	CertDir string `config:"cert_dir"`
+	// TLSMinVersion is a Go TLS version name ("VersionTLS12"); empty: Go's default.
+	TLSMinVersion string `config:"tls_min_version"`
+	// TLSCipherSuites are IANA cipher suite names; empty: Go's defaults.
+	TLSCipherSuites []string `config:"tls_cipher_suites"`
+	// EnableDebuggingHandlers serves exec, attach, port-forward, run,
+	// container logs, /logs and /runningpods; off, they answer 405.
+	EnableDebuggingHandlers bool `config:"enable_debugging_handlers"`
+	// NodeLogDir is the directory /logs/ serves.
+	NodeLogDir string `config:"node_log_dir"`
+	// Kubeconfig reaches the API server for token and access reviews.
+	Kubeconfig     string         `config:"kubeconfig"`
+	Authentication Authentication `config:"authentication"`
+	Authorization  Authorization  `config:"authorization"`
+
 	CgroupDriver string `config:"cgroup_driver"` // cgroupfs or systemd
 	CgroupRoot   string `config:"cgroup_root"`
 	// EvictionMonitoringInterval is the period of eviction cycles (the
@@ -96,6 +124,48 @@ type PluginHost struct {
 	WatchPluginDir bool          `config:"watch_plugin_dir"`
 }
 
+// Authentication is how the node API tells who sends a request, the
+// kubelet's KubeletAuthentication.
+type Authentication struct {
+	X509      X509Authentication      `config:"x509"`
+	Webhook   WebhookAuthentication   `config:"webhook"`
+	Anonymous AnonymousAuthentication `config:"anonymous"`
+}
+
+// X509Authentication authenticates client certificates.
+type X509Authentication struct {
+	// ClientCAFile is a PEM bundle of the CAs whose client certificates
+	// authenticate: the common name is the user, organizations its groups.
+	ClientCAFile string `config:"client_ca_file"`
+}
+
+// WebhookAuthentication reviews bearer tokens with the API server.
+type WebhookAuthentication struct {
+	// Enabled takes effect with kubeconfig.
+	Enabled  bool          `config:"enabled"`
+	CacheTTL time.Duration `config:"cache_ttl"`
+}
+
+// AnonymousAuthentication lets requests without credentials in as
+// system:anonymous.
+type AnonymousAuthentication struct {
+	Enabled bool `config:"enabled"`
+}
+
+// Authorization is how the node API decides what an identity may do, the
+// kubelet's KubeletAuthorization.
+type Authorization struct {
+	// Mode is AlwaysAllow or Webhook (SubjectAccessReview).
+	Mode    string               `config:"mode"`
+	Webhook WebhookAuthorization `config:"webhook"`
+}
+
+// WebhookAuthorization caches the API server's answers.
+type WebhookAuthorization struct {
+	CacheAuthorizedTTL   time.Duration `config:"cache_authorized_ttl"`
+	CacheUnauthorizedTTL time.Duration `config:"cache_unauthorized_ttl"`
+}
+
 // Plugin is one plugin "<kind>" "<name>" block.
 type Plugin struct {
 	Kind string `config:"-"`
@@ -130,30 +200,42 @@ func (p Position) String() string {
 }
 
 // Defaults returns the built-in defaults. Keys whose default depends on
-// another (node_name, image_service_endpoint, pod_push_socket, a plugin's
-// binary) are empty here and filled in by Load.
+// another (node_name, image_service_endpoint, pod_push_socket, cert_dir, a
+// plugin's binary) are empty here and filled in by Load.
 func Defaults() *Config {
 	return &Config{
-		RootDir:                    "/var/lib/microlet",
-		PodLogsDir:                 "/var/log/pods",
-		ContainerLogsDir:           "/var/log/containers",
-		LogLevel:                   "info",
-		GOMAXPROCS:                 1,
-		PluginDir:                  "/usr/libexec/microlet/plugins",
-		ContainerRuntimeEndpoint:   "unix:///run/containerd/containerd.sock",
-		RuntimeRequestTimeout:      2 * time.Minute,
-		StaticPodURLHeader:         map[string][]string{},
-		FileCheckFrequency:         20 * time.Second,
-		HTTPCheckFrequency:         20 * time.Second,
-		SyncFrequency:              time.Minute,
-		MaxPods:                    110,
-		SerializeImagePulls:        true,
-		CNIConfDir:                 "/etc/cni/net.d",
-		CNIBinDirs:                 []string{"/opt/cni/bin", "/usr/lib/cni"},
-		ClusterDNS:                 []string{},
-		ResolvConf:                 "/etc/resolv.conf",
-		HealthzBindAddress:         "127.0.0.1",
-		HealthzPort:                10248,
+		RootDir:                  "/var/lib/microlet",
+		PodLogsDir:               "/var/log/pods",
+		ContainerLogsDir:         "/var/log/containers",
+		LogLevel:                 "info",
+		GOMAXPROCS:               1,
+		PluginDir:                "/usr/libexec/microlet/plugins",
+		ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock",
+		RuntimeRequestTimeout:    2 * time.Minute,
+		StaticPodURLHeader:       map[string][]string{},
+		FileCheckFrequency:       20 * time.Second,
+		HTTPCheckFrequency:       20 * time.Second,
+		SyncFrequency:            time.Minute,
+		MaxPods:                  110,
+		SerializeImagePulls:      true,
+		CNIConfDir:               "/etc/cni/net.d",
+		CNIBinDirs:               []string{"/opt/cni/bin", "/usr/lib/cni"},
+		ClusterDNS:               []string{},
+		ResolvConf:               "/etc/resolv.conf",
+		HealthzBindAddress:       "127.0.0.1",
+		HealthzPort:              10248,
+		Address:                  "0.0.0.0",
+		Port:                     10250,
+		TLSCipherSuites:          []string{},
+		EnableDebuggingHandlers:  true,
+		NodeLogDir:               "/var/log",
+		Authentication: Authentication{
+			Webhook: WebhookAuthentication{Enabled: true, CacheTTL: 2 * time.Minute},
+		},
+		Authorization: Authorization{
+			Mode:    "Webhook",
+			Webhook: WebhookAuthorization{CacheAuthorizedTTL: 5 * time.Minute, CacheUnauthorizedTTL: 30 * time.Second},
+		},
 		CgroupDriver:               "cgroupfs",
 		CgroupRoot:                 "/",
 		EvictionMonitoringInterval: 10 * time.Second,

@@ -198,6 +198,45 @@ eviction_max_pods_per_cycle = 0
 				`{main}:14: static_pod_url_header: expected HTTP header names, got "Bad Header"`,
 			},
 		},
+		{
+			name: "validation of the node API",
+			src: sources{main: `port = 10248
+read_only_port = 70000
+address = "any"
+tls_cert_file = "/etc/microlet/tls.crt"
+tls_min_version = "TLS1.2"
+tls_cipher_suites = ["TLS_AES_128_GCM_SHA256", "RC4"]
+node_log_dir = "log"
+kubeconfig = "kubeconfig"
+authentication {
+  x509 { client_ca_file = "/etc/microlet/ca.pem" }
+  webhook { cache_ttl = "0s" }
+}
+authorization { mode = "RBAC" }
+`},
+			want: []string{
+				`{main}:11: authentication.webhook.cache_ttl: expected a positive duration, got "0s"`,
+				`{main}:2: read_only_port: expected 0 (disabled) or a port from 1 to 65535, got 70000`,
+				`{main}:1: port: port 10248 is also healthz_port; each listener needs its own port`,
+				`{main}:4: tls_cert_file: tls_cert_file and tls_private_key_file go together: set both, or neither for a self-signed pair in cert_dir`,
+				`{main}:5: tls_min_version: expected one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13, got "TLS1.2"`,
+				`{main}:6: tls_cipher_suites: expected IANA cipher suite names such as "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", got "RC4" at index 1`,
+				`{main}:13: authorization.mode: expected one of AlwaysAllow, Webhook, got "RBAC"`,
+				`{main}:7: node_log_dir: expected an absolute path, got "log"`,
+				`{main}:8: kubeconfig: expected an absolute path, got "kubeconfig"`,
+				`{main}:3: address: expected an IP address, got "any"`,
+			},
+		},
+		{
+			name: "webhook authorization needs the API server once anyone can authenticate",
+			src: sources{main: `authentication {
+  anonymous { enabled = true }
+}
+`},
+			want: []string{
+				`kubeconfig: authorization mode Webhook asks the API server, and no kubeconfig is set: set kubeconfig, or authorization.mode = "AlwaysAllow"`,
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

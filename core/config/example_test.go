@@ -92,6 +92,7 @@ func TestDefaults(t *testing.T) {
 	want.NodeName = strings.ToLower(host)
 	want.ImageServiceEndpoint = want.ContainerRuntimeEndpoint
 	want.PodPushSocket = "/var/lib/microlet/pods.sock"
+	want.CertDir = "/var/lib/microlet/pki"
 	want.positions = cfg.positions
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("Load with no sources =\n%+v\nwant\n%+v", cfg, want)
@@ -118,6 +119,7 @@ plugin "devices" "pinned" {
 		{"node_name", cfg.NodeName, "worker-1"},
 		{"image_service_endpoint", cfg.ImageServiceEndpoint, "unix:///run/crio/crio.sock"},
 		{"pod_push_socket", cfg.PodPushSocket, "/srv/microlet/pods.sock"},
+		{"cert_dir", cfg.CertDir, "/srv/microlet/pki"},
 		{"default binary", cfg.Plugins[0].Binary, "microlet-devices-gpu"},
 		{"set binary", cfg.Plugins[1].Binary, "gpu-plugin"},
 		{"sha256 lowercased", cfg.Plugins[1].SHA256, "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789"},

@@ -46,6 +46,23 @@ var flagSpecs = []flagSpec{
 	{name: "log-json", key: "log_json", usage: "Write logs as JSON lines."},
 	{name: "plugin-dir", key: "plugin_dir", usage: "Directory holding the plugin binaries (microlet-<kind>-<name>)."},
 	{name: "kernel-memcg-notification", key: "kernel_memcg_notification", usage: "Start an eviction cycle at once when the kernel reports memory pressure (memcg thresholds on cgroup v1, PSI and memory.events on v2)."},
+	{name: "address", key: "address", usage: "The IP address for the node API to serve on."},
+	{name: "port", key: "port", usage: "The port for the node API to serve on (set to 0 to disable)."},
+	{name: "read-only-port", key: "read_only_port", usage: "The read-only port for the node API to serve on with no authentication/authorization (set to 0 to disable)."},
+	{name: "tls-cert-file", key: "tls_cert_file", usage: "File containing the x509 certificate for HTTPS (CA cert, if any, concatenated after the server cert). Without it, a self-signed pair is made in --cert-dir."},
+	{name: "tls-private-key-file", key: "tls_private_key_file", usage: "File containing the x509 private key matching --tls-cert-file."},
+	{name: "cert-dir", key: "cert_dir", usage: "The directory where the TLS certs are located. Ignored with --tls-cert-file and --tls-private-key-file."},
+	{name: "tls-min-version", key: "tls_min_version", usage: "Minimum TLS version supported: VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13."},
+	{name: "tls-cipher-suites", key: "tls_cipher_suites", usage: "Comma-separated list of cipher suites for the server, by IANA name. If omitted, the default Go cipher suites are used."},
+	{name: "enable-debugging-handlers", key: "enable_debugging_handlers", usage: "Enables server endpoints for log collection and local running of containers and commands."},
+	{name: "kubeconfig", key: "kubeconfig", usage: "Path to a kubeconfig file, specifying how to connect to the API server for token and access reviews."},
+	{name: "client-ca-file", key: "authentication.x509.client_ca_file", usage: "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate."},
+	{name: "authentication-token-webhook", key: "authentication.webhook.enabled", usage: "Use the TokenReview API to determine authentication for bearer tokens."},
+	{name: "authentication-token-webhook-cache-ttl", key: "authentication.webhook.cache_ttl", usage: "The duration to cache responses from the webhook token authenticator."},
+	{name: "anonymous-auth", key: "authentication.anonymous.enabled", usage: "Enables anonymous requests to the node API. Requests that are not rejected by another authentication method are treated as anonymous requests: username system:anonymous, group system:unauthenticated."},
+	{name: "authorization-mode", key: "authorization.mode", usage: "Authorization mode for the node API: AlwaysAllow or Webhook (SubjectAccessReview)."},
+	{name: "authorization-webhook-cache-authorized-ttl", key: "authorization.webhook.cache_authorized_ttl", usage: "The duration to cache 'authorized' responses from the webhook authorizer."},
+	{name: "authorization-webhook-cache-unauthorized-ttl", key: "authorization.webhook.cache_unauthorized_ttl", usage: "The duration to cache 'unauthorized' responses from the webhook authorizer."},
 	{name: "gomaxprocs", key: "gomaxprocs", usage: "Number of OS threads running Go code at once (GOMAXPROCS); 0 leaves Go's default."},
 }
 
@@ -78,7 +95,7 @@ func LoadOptionsFromFlags(fs *pflag.FlagSet, environ []string) LoadOptions {
 
 // defaultText renders a default for --help; empty values show nothing.
 func defaultText(rv reflect.Value) string {
-	if rv.IsZero() || (rv.Kind() == reflect.Map && rv.Len() == 0) {
+	if rv.IsZero() || ((rv.Kind() == reflect.Map || rv.Kind() == reflect.Slice) && rv.Len() == 0) {
 		return ""
 	}
 	return fmt.Sprint(rv.Interface())

@@ -33,6 +33,23 @@ func TestRegisterFlags(t *testing.T) {
 		{"plugin-dir", "string", "/usr/libexec/microlet/plugins"},
 		{"kernel-memcg-notification", "bool", "true"},
 		{"gomaxprocs", "int", "1"},
+		{"address", "string", "0.0.0.0"},
+		{"port", "int", "10250"},
+		{"read-only-port", "int", ""},
+		{"tls-cert-file", "string", ""},
+		{"tls-private-key-file", "string", ""},
+		{"cert-dir", "string", ""},
+		{"tls-min-version", "string", ""},
+		{"tls-cipher-suites", "strings", ""},
+		{"enable-debugging-handlers", "bool", "true"},
+		{"kubeconfig", "string", ""},
+		{"client-ca-file", "string", ""},
+		{"authentication-token-webhook", "bool", "true"},
+		{"authentication-token-webhook-cache-ttl", "duration", "2m0s"},
+		{"anonymous-auth", "bool", ""},
+		{"authorization-mode", "string", "Webhook"},
+		{"authorization-webhook-cache-authorized-ttl", "duration", "5m0s"},
+		{"authorization-webhook-cache-unauthorized-ttl", "duration", "30s"},
 	}
 	for _, tt := range tests {
 		f := fs.Lookup(tt.flag)

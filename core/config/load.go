@@ -180,6 +180,9 @@ func (c *Config) resolve() *Error {
 	if c.PodPushSocket == "" {
 		c.PodPushSocket = filepath.Join(c.RootDir, "pods.sock")
 	}
+	if c.CertDir == "" {
+		c.CertDir = filepath.Join(c.RootDir, "pki")
+	}
 	for i := range c.Plugins {
 		p := &c.Plugins[i]
 		if p.Binary == "" {

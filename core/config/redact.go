@@ -16,8 +16,10 @@ var sensitiveWords = []string{"token", "secret", "password", "authorization"}
 // Redacted returns the configuration as nested maps in the HCL key layout
 // (durations as strings such as "2s"), fit to serve as JSON on /configz.
 // Hidden: every value of a plugin block's env, the value of any key whose
-// name contains token, secret, password or authorization (any case), and
-// the password of static_pod_url.
+// name contains token, secret, password or authorization (any case) among
+// the names operators choose (header names, plugin config bodies), and the
+// password of static_pod_url. microlet's own keys hold no secrets (the
+// authorization block is a mode and TTLs) and are shown.
 func (c *Config) Redacted() map[string]any {
 	tree := agentSchema.tree(reflect.ValueOf(c).Elem())
 	if u, err := url.Parse(c.StaticPodURL); err == nil && u.User != nil {
@@ -35,26 +37,35 @@ func (c *Config) Redacted() map[string]any {
 		setPath(plugins, joinKey(p.Kind, p.Name), block)
 	}
 	tree[pluginKey] = plugins
-	return redactSensitive(tree).(map[string]any)
+	return redactSensitive(tree, agentSchema, "").(map[string]any)
 }
 
 // redactSensitive copies a file-form tree, hiding sensitive keys' values.
-func redactSensitive(v any) any {
+// Keys of s (at path) are microlet's own and kept; below them, and
+// everywhere else, names are the operator's and checked.
+func redactSensitive(v any, s *schema, path string) any {
 	switch v := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			if isSensitive(k) {
+			key := joinKey(path, k)
+			own := s != nil && (s.byKey[key] != nil || s.groups[key])
+			switch {
+			case own && s.groups[key]:
+				out[k] = redactSensitive(e, s, key)
+			case own:
+				out[k] = redactSensitive(e, nil, "")
+			case isSensitive(k):
 				out[k] = redacted
-			} else {
-				out[k] = redactSensitive(e)
+			default:
+				out[k] = redactSensitive(e, nil, "")
 			}
 		}
 		return out
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			out[i] = redactSensitive(e)
+			out[i] = redactSensitive(e, nil, "")
 		}
 		return out
 	default:

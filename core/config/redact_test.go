@@ -10,6 +10,7 @@ func TestRedacted(t *testing.T) {
 	cfg, _ := mustLoad(t, sources{main: `
 static_pod_url = "https://user:hunter2@example.test/pods"
 static_pod_url_header = { "Authorization" = ["Bearer abc"], "X-Trace" = ["1"] }
+authorization { mode = "AlwaysAllow" }
 plugin "eviction" "kubelet" {
   env = { API_KEY = "k", LANG = "C" }
   config {
@@ -37,6 +38,8 @@ plugin "eviction" "kubelet" {
 		{[]string{"plugin", "eviction", "kubelet", "binary"}, "microlet-eviction-kubelet"},
 		{[]string{"plugin_host", "call_timeout"}, "2s"},
 		{[]string{"max_pods"}, int64(110)},
+		{[]string{"authorization", "mode"}, "AlwaysAllow"},
+		{[]string{"authentication", "webhook", "cache_ttl"}, "2m0s"},
 	}
 	for _, c := range checks {
 		var v any = got

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 	"k8s.io/apimachinery/pkg/util/validation"
+	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/microlet/microlet/core/logging"
 	"github.com/microlet/microlet/sdk"
@@ -64,9 +65,15 @@ func (c *Config) validate() Errors {
 	v.atLeast("gomaxprocs", c.GOMAXPROCS, 0)
 	v.atLeast("plugin_host.health_failures", c.PluginHost.HealthFailures, 1)
 	v.atLeast("plugin_host.restart_budget", c.PluginHost.RestartBudget, 0)
-	if c.HealthzPort != 0 && len(validation.IsValidPortNum(c.HealthzPort)) > 0 {
-		v.fail("healthz_port", "expected 0 (disabled) or a port from 1 to 65535, got %d", c.HealthzPort)
+	for _, p := range []struct {
+		key  string
+		port int
+	}{{"healthz_port", c.HealthzPort}, {"port", c.Port}, {"read_only_port", c.ReadOnlyPort}} {
+		if p.port != 0 && len(validation.IsValidPortNum(p.port)) > 0 {
+			v.fail(p.key, "expected 0 (disabled) or a port from 1 to 65535, got %d", p.port)
+		}
 	}
+	v.nodeAPI()
 	if h := c.PluginHost; h.RestartBackoff > h.RestartBackoffMax {
 		key := "plugin_host.restart_backoff"
 		if !v.set(key) {
@@ -77,12 +84,15 @@ func (c *Config) validate() Errors {
 
 	for _, p := range []struct{ key, path string }{
 		{"root_dir", c.RootDir}, {"pod_logs_dir", c.PodLogsDir}, {"plugin_dir", c.PluginDir}, {"cgroup_root", c.CgroupRoot},
+		{"node_log_dir", c.NodeLogDir},
 	} {
 		v.absolutePath(p.key, p.path)
 	}
 	for _, p := range []struct{ key, path string }{
 		{"static_pod_path", c.StaticPodPath}, {"resolv_conf", c.ResolvConf}, {"pod_push_socket", c.PodPushSocket},
-		{"container_logs_dir", c.ContainerLogsDir}, {"cni_conf_dir", c.CNIConfDir},
+		{"container_logs_dir", c.ContainerLogsDir}, {"cni_conf_dir", c.CNIConfDir}, {"cert_dir", c.CertDir},
+		{"tls_cert_file", c.TLSCertFile}, {"tls_private_key_file", c.TLSPrivateKeyFile}, {"kubeconfig", c.Kubeconfig},
+		{"authentication.x509.client_ca_file", c.Authentication.X509.ClientCAFile},
 	} {
 		if p.path != "" && v.set(p.key) {
 			v.absolutePath(p.key, p.path)
@@ -104,12 +114,61 @@ func (c *Config) validate() Errors {
 			v.fail("cluster_dns", "expected IP addresses, got %q at index %d", ip, i)
 		}
 	}
-	if _, err := netip.ParseAddr(c.HealthzBindAddress); err != nil {
-		v.fail("healthz_bind_address", "expected an IP address, got %q", c.HealthzBindAddress)
+	for _, a := range []struct{ key, addr string }{{"healthz_bind_address", c.HealthzBindAddress}, {"address", c.Address}} {
+		if _, err := netip.ParseAddr(a.addr); err != nil {
+			v.fail(a.key, "expected an IP address, got %q", a.addr)
+		}
 	}
 	v.staticPodURL()
 	v.plugins()
 	return v.errs
+}
+
+// nodeAPI checks the node API's listeners, TLS and authorization.
+func (v *validator) nodeAPI() {
+	c := v.c
+	ports := map[int]string{}
+	for _, p := range []struct {
+		key  string
+		port int
+	}{{"healthz_port", c.HealthzPort}, {"port", c.Port}, {"read_only_port", c.ReadOnlyPort}} {
+		if p.port == 0 {
+			continue
+		}
+		if other, ok := ports[p.port]; ok {
+			v.fail(p.key, "port %d is also %s; each listener needs its own port", p.port, other)
+		}
+		ports[p.port] = p.key
+	}
+	if (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == "") {
+		key := "tls_cert_file" // where the one that is set was set
+		if c.TLSCertFile == "" {
+			key = "tls_private_key_file"
+		}
+		v.fail(key, "tls_cert_file and tls_private_key_file go together: set both, or neither for a self-signed pair in cert_dir")
+	}
+	if c.TLSMinVersion != "" {
+		if _, err := cliflag.TLSVersion(c.TLSMinVersion); err != nil {
+			v.fail("tls_min_version", "expected one of %s, got %q", strings.Join(cliflag.TLSPossibleVersions(), ", "), c.TLSMinVersion)
+		}
+	}
+	for i, name := range c.TLSCipherSuites {
+		if _, err := cliflag.TLSCipherSuites([]string{name}); err != nil {
+			v.fail("tls_cipher_suites", "expected IANA cipher suite names such as \"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\", got %q at index %d", name, i)
+		}
+	}
+	v.oneOf("authorization.mode", c.Authorization.Mode, "AlwaysAllow", "Webhook")
+	// Webhook authorization asks the API server; without one nobody who
+	// authenticates could be allowed anything, which is a mistake rather
+	// than a policy.
+	canAuthenticate := c.Authentication.X509.ClientCAFile != "" || c.Authentication.Anonymous.Enabled
+	if c.Port != 0 && c.Authorization.Mode == "Webhook" && c.Kubeconfig == "" && canAuthenticate {
+		key := "authorization.mode"
+		if !v.set(key) {
+			key = "kubeconfig"
+		}
+		v.fail(key, "authorization mode Webhook asks the API server, and no kubeconfig is set: set kubeconfig, or authorization.mode = \"AlwaysAllow\"")
+	}
 }
 
 func (v *validator) oneOf(key, value string, allowed ...string) {

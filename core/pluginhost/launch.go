@@ -61,6 +61,9 @@ func (h *Host) launch(ctx context.Context, spec resolvedSpec, mode launchMode) (
 		started.Store(r)
 		return r, nil
 	}
+	if h.opts.OnCall != nil {
+		config.GRPCDialOptions = append(config.GRPCDialOptions, callObserver(h.opts.OnCall, spec.Kind, spec.Name)...)
+	}
 	config.StartTimeout = h.opts.StartTimeout
 	config.UnixSocketConfig = &plugin.UnixSocketConfig{TempDir: h.opts.SocketDir}
 	pr.client = plugin.NewClient(config)

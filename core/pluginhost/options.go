@@ -63,6 +63,10 @@ type Options struct {
 	// OnEvent, if set, is told of state changes, restarts and swaps. It is
 	// called from several goroutines, possibly at once, and must not block.
 	OnEvent func(Event)
+	// OnCall, if set, is told of every finished call to a plugin process
+	// (the core's and go-plugin's own), from the calling goroutine; it
+	// must be quick.
+	OnCall func(FinishedCall)
 }
 
 // withDefaults checks o and fills in defaults.

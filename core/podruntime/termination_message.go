@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/core/containerlogs"
 )
 
 // Termination message limits, upstream's (pkg/kubelet/container/runtime.go).
@@ -95,13 +96,13 @@ func logTail(path string) string {
 	}
 	var out bytes.Buffer
 	for line := range bytes.Lines(data) {
-		entry, err := parseCRILogLine(line)
+		entry, err := containerlogs.ParseCRILog(line)
 		if err != nil {
 			continue // as upstream, a line that does not parse is skipped
 		}
-		out.Write(entry.content)
-		if !entry.partial {
-			out.WriteByte('\n')
+		out.Write(entry.Content)
+		if !entry.Partial && !bytes.HasSuffix(entry.Content, []byte{'\n'}) {
+			out.WriteByte('\n') // the file's last line, without its newline
 		}
 	}
 	text := out.Bytes()
@@ -156,41 +157,4 @@ func nthLineStart(data []byte, n int) int {
 		end = idx
 	}
 	return end + 1
-}
-
-// criLogEntry is the content of one line of a CRI log.
-type criLogEntry struct {
-	partial bool
-	content []byte
-}
-
-// parseCRILogLine parses a CRI log line, "<RFC3339Nano time> <stdout|stderr>
-// <tag> <content>\n", where tag is F for a full line or P for a part of
-// one (upstream's parseCRILog).
-func parseCRILogLine(line []byte) (criLogEntry, error) {
-	var e criLogEntry
-	ts, rest, ok := bytes.Cut(line, []byte{' '})
-	if !ok {
-		return e, errors.New("timestamp is not found")
-	}
-	if _, err := time.Parse(time.RFC3339Nano, string(ts)); err != nil {
-		return e, fmt.Errorf("unexpected timestamp format %q: %w", time.RFC3339Nano, err)
-	}
-	stream, rest, ok := bytes.Cut(rest, []byte{' '})
-	if !ok {
-		return e, errors.New("stream type is not found")
-	}
-	if s := runtimeapi.LogStreamType(stream); s != runtimeapi.Stdout && s != runtimeapi.Stderr {
-		return e, fmt.Errorf("unexpected stream type %q", s)
-	}
-	tag, content, ok := bytes.Cut(rest, []byte{' '})
-	if !ok {
-		return e, errors.New("log tag is not found")
-	}
-	// Tags are ':'-separated, for forward compatibility; the first says
-	// whether the line is partial.
-	first, _, _ := bytes.Cut(tag, []byte{':'})
-	e.partial = runtimeapi.LogTag(first) == runtimeapi.LogTagPartial
-	e.content = bytes.TrimSuffix(content, []byte{'\n'})
-	return e, nil
 }

@@ -100,33 +100,3 @@ func TestLogTailLimits(t *testing.T) {
 		t.Errorf("tail of a mixed log = %q", got)
 	}
 }
-
-func TestParseCRILogLine(t *testing.T) {
-	for _, tc := range []struct {
-		line        string
-		wantContent string
-		wantPartial bool
-		wantErr     string
-	}{
-		{line: "2016-10-06T00:17:09.669794202Z stdout F log content 1\n", wantContent: "log content 1"},
-		{line: "2016-10-06T00:17:09.669794203Z stderr P log content 2\n", wantContent: "log content 2", wantPartial: true},
-		{line: "2016-10-06T00:17:09.669794203Z stderr F:x:y with future tags\n", wantContent: "with future tags"},
-		{line: "2016-10-06T00:17:09.669794203Z stdout F \n", wantContent: ""},
-		{line: "nospace", wantErr: "timestamp is not found"},
-		{line: "yesterday stdout F x", wantErr: "unexpected timestamp format"},
-		{line: "2016-10-06T00:17:09Z stdin F x", wantErr: `unexpected stream type "stdin"`},
-		{line: "2016-10-06T00:17:09Z stdout", wantErr: "stream type is not found"},
-		{line: "2016-10-06T00:17:09Z stdout F", wantErr: "log tag is not found"},
-	} {
-		e, err := parseCRILogLine([]byte(tc.line))
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("parseCRILogLine(%q) error %v, want %q", tc.line, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil || string(e.content) != tc.wantContent || e.partial != tc.wantPartial {
-			t.Errorf("parseCRILogLine(%q) = %q partial %v, %v; want %q partial %v", tc.line, e.content, e.partial, err, tc.wantContent, tc.wantPartial)
-		}
-	}
-}

@@ -1,4 +1,4 @@
-// Package server holds the core's HTTP endpoints.
+// Package server holds the core's health checks, served on /healthz.
 package server
 
 import (

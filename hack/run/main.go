@@ -32,24 +32,30 @@ const cgroupRoot = "/microlet-run"
 func main() {
 	bin := flag.String("bin", "_output/bin", "directory of the microlet and plugin binaries (make build)")
 	manifests := flag.String("manifests", "examples/manifests", "static pod manifests to run")
-	port := flag.Int("healthz-port", 10248, "port of /healthz and /pods on 127.0.0.1")
+	port := flag.Int("healthz-port", 10248, "port of /healthz on 127.0.0.1")
+	readOnlyPort := flag.Int("read-only-port", 10255, "port of the node API's read-only endpoints (/pods, /metrics, /stats/summary) on 127.0.0.1")
 	flag.Parse()
 	log := hclog.New(&hclog.LoggerOptions{Name: "run", Level: hclog.Info})
-	if err := run(*bin, *manifests, *port, log); err != nil {
+	if err := run(*bin, *manifests, *port, *readOnlyPort, log); err != nil {
 		log.Error("failed", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, manifests string, port int, log hclog.Logger) error {
+func run(bin, manifests string, port, readOnlyPort int, log hclog.Logger) error {
 	bin, _ = filepath.Abs(bin)
 	manifests, _ = filepath.Abs(manifests)
 	if _, err := os.Stat(filepath.Join(bin, "microlet")); err != nil {
 		return fmt.Errorf("no microlet binary in %s: run `make build` first", bin)
 	}
-	if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
-		return fmt.Errorf("port %d is taken (another microlet or kubelet?); pick one with -healthz-port: %w", port, err)
-	} else {
+	for _, p := range []struct {
+		port int
+		flag string
+	}{{port, "-healthz-port"}, {readOnlyPort, "-read-only-port"}} {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)))
+		if err != nil {
+			return fmt.Errorf("port %d is taken (another microlet or kubelet?); pick one with %s: %w", p.port, p.flag, err)
+		}
 		ln.Close()
 	}
 
@@ -83,7 +89,7 @@ func run(bin, manifests string, port int, log hclog.Logger) error {
 	if err := writeConfig(cfg, configValues{
 		RootDir: filepath.Join(dir, "root"), PodLogsDir: filepath.Join(dir, "logs"), PluginDir: bin,
 		Endpoint: node.Endpoint, CNIConfDir: node.CNIConfDir, Manifests: manifests,
-		CgroupRoot: cgroupRoot, HealthzPort: port,
+		CgroupRoot: cgroupRoot, HealthzPort: port, ReadOnlyPort: readOnlyPort,
 	}); err != nil {
 		return err
 	}
@@ -101,12 +107,12 @@ func run(bin, manifests string, port int, log hclog.Logger) error {
 	exited := make(chan error, 1)
 	go func() { exited <- core.Wait() }()
 
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	base, readOnly := fmt.Sprintf("http://127.0.0.1:%d", port), fmt.Sprintf("http://127.0.0.1:%d", readOnlyPort)
 	fmt.Printf(`
 microlet is up (pid %d) on a private containerd; its pods come from %s.
 
   health:    curl -s '%s/healthz?verbose'
-  pods:      curl -s %s/pods
+  pods:      curl -s %s/pods        (also /stats/summary, /metrics)
   push a pod curl -s --unix-socket %s -X POST --data-binary @pod.yaml -H 'Content-Type: application/yaml' http://localhost/pods
   runtime:   ctr --address %s -n k8s.io containers ls
   log:       tail -f %s
@@ -114,7 +120,7 @@ microlet is up (pid %d) on a private containerd; its pods come from %s.
   images:    %s, %s (local only; nothing can be pulled)
 
 Edit or add files in the manifest dir and watch the pods follow. Ctrl-C stops everything.
-`, core.Process.Pid, manifests, base, base, filepath.Join(dir, "root", "pods.sock"), node.Socket, logPath, cfg, node.TestImage, node.PauseImage)
+`, core.Process.Pid, manifests, base, readOnly, filepath.Join(dir, "root", "pods.sock"), node.Socket, logPath, cfg, node.TestImage, node.PauseImage)
 
 	select {
 	case <-ctx.Done():
@@ -134,7 +140,7 @@ Edit or add files in the manifest dir and watch the pods follow. Ctrl-C stops ev
 
 type configValues struct {
 	RootDir, PodLogsDir, PluginDir, Endpoint, CNIConfDir, Manifests, CgroupRoot string
-	HealthzPort                                                                 int
+	HealthzPort, ReadOnlyPort                                                   int
 }
 
 // configTemplate is examples/microlet.hcl's defaults bent to the private
@@ -149,6 +155,11 @@ cni_conf_dir = "{{.CNIConfDir}}"
 static_pod_path = "{{.Manifests}}"
 cgroup_root = "{{.CgroupRoot}}"
 healthz_port = {{.HealthzPort}}
+# The node API: its read-only port on loopback; no secure port (no client
+# CA or API server to authenticate callers with).
+address = "127.0.0.1"
+port = 0
+read_only_port = {{.ReadOnlyPort}}
 file_check_frequency = "5s"
 
 plugin "cgroup" "default" {}

@@ -46,6 +46,8 @@ type testNode struct {
 
 	dir, configPath, manifestDir, rootDir string
 	healthzAddr, cgroupRoot               string
+	// readOnlyAddr is the node API's read-only port (/pods).
+	readOnlyAddr string
 	// plugins is the HCL of the plugin blocks.
 	plugins string
 
@@ -81,12 +83,14 @@ func startNode(t *testing.T, plugins string) *testNode {
 	})
 	n.dev = devnode.StartT(t)
 	n.cri = n.dev.RuntimeClient()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for _, addr := range []*string{&n.healthzAddr, &n.readOnlyAddr} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		*addr = l.Addr().String()
+		l.Close()
 	}
-	n.healthzAddr = l.Addr().String()
-	l.Close()
 	n.writeConfig()
 	t.Cleanup(n.stop)
 	n.startCore()
@@ -112,6 +116,9 @@ func (n *testNode) writeConfig() {
 	}
 	fmt.Fprintf(&b, "cni_bin_dirs = [%q]\n", n.dev.CNIBinDir)
 	fmt.Fprintf(&b, "healthz_port = %s\n", n.healthzAddr[strings.LastIndex(n.healthzAddr, ":")+1:])
+	// The node API: its read-only port on loopback for /pods; no secure
+	// port, which nodes running side by side would all want on 10250.
+	fmt.Fprintf(&b, "address = \"127.0.0.1\"\nport = 0\nread_only_port = %s\n", n.readOnlyAddr[strings.LastIndex(n.readOnlyAddr, ":")+1:])
 	b.WriteString("plugin \"cgroup\" \"default\" {}\n")
 	b.WriteString(n.plugins)
 	if err := os.WriteFile(n.configPath, []byte(b.String()), 0o644); err != nil {
@@ -240,7 +247,7 @@ spec:
 // pod is the named static pod as microlet's /pods shows it, or nil.
 func (n *testNode) pod(name string) *v1.Pod {
 	n.t.Helper()
-	resp, err := httpClient.Get("http://" + n.healthzAddr + "/pods")
+	resp, err := httpClient.Get("http://" + n.readOnlyAddr + "/pods")
 	if err != nil {
 		return nil
 	}

@@ -52,7 +52,9 @@ type testNode struct {
 	dir                                 string
 	configPath, manifestDir, rootDir    string
 	pushSocket, healthzAddr, cgroupRoot string
-	plugins                             []plugin
+	// readOnlyAddr is the node API's read-only port (/pods, /metrics).
+	readOnlyAddr string
+	plugins      []plugin
 
 	// log is what every run of the core wrote (its plugins' lines included).
 	log  *syncBuffer
@@ -97,11 +99,13 @@ func startNode(t *testing.T, opts nodeOptions) *testNode {
 
 	n.dev = devnode.StartT(t)
 	n.cri = n.dev.RuntimeClient()
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
+	for _, addr := range []*string{&n.healthzAddr, &n.readOnlyAddr} {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		*addr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	n.healthzAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	n.writeConfig()
 
 	t.Cleanup(n.stop)
@@ -136,6 +140,10 @@ func (n *testNode) writeConfig() {
 	}
 	fmt.Fprintf(&b, "cni_bin_dirs = [%q]\n", n.dev.CNIBinDir)
 	fmt.Fprintf(&b, "healthz_port = %s\n", strings.TrimPrefix(n.healthzAddr, "127.0.0.1:"))
+	// The node API: its read-only port on loopback for /pods and /metrics;
+	// no secure port, which nodes running side by side would all want on
+	// 10250.
+	fmt.Fprintf(&b, "address = \"127.0.0.1\"\nport = 0\nread_only_port = %s\n", strings.TrimPrefix(n.readOnlyAddr, "127.0.0.1:"))
 	for _, p := range n.plugins {
 		fmt.Fprintf(&b, "\nplugin %q %q {\n", p.kind, p.name)
 		if p.sha256 != "" {

@@ -48,7 +48,7 @@ func (n *testNode) healthzChecks() []string {
 // exactly the given labels.
 func (n *testNode) metric(name string, labels map[string]string) (float64, bool) {
 	n.t.Helper()
-	resp, err := httpClient.Get("http://" + n.healthzAddr + "/metrics")
+	resp, err := httpClient.Get("http://" + n.readOnlyAddr + "/metrics")
 	if err != nil {
 		n.t.Fatalf("GET /metrics: %v", err)
 	}

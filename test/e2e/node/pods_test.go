@@ -67,7 +67,7 @@ func withImage(manifest string) string {
 
 // pods is the node's /pods: every desired pod with its status.
 func (n *testNode) pods() ([]v1.Pod, error) {
-	resp, err := httpClient.Get("http://" + n.healthzAddr + "/pods")
+	resp, err := httpClient.Get("http://" + n.readOnlyAddr + "/pods")
 	if err != nil {
 		return nil, err
 	}

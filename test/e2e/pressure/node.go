@@ -82,7 +82,9 @@ type Node struct {
 
 	Dir, ConfigPath, RootDir, PodLogsDir string
 	PushSocket, HealthzAddr, CgroupRoot  string
-	opts                                 Options
+	// ReadOnlyAddr is the node API's read-only port (/pods, /metrics).
+	ReadOnlyAddr string
+	opts         Options
 
 	log  *syncBuffer
 	core *exec.Cmd
@@ -128,11 +130,16 @@ func Start(t testing.TB, opts Options) *Node {
 			t.Fatalf("importing %s: %v", img.Ref, err)
 		}
 	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
+	ports := make([]int, 2)
+	for i := range ports {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = port
 	}
-	n.HealthzAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	n.HealthzAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	n.ReadOnlyAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
 	n.WriteConfig(opts.Plugins)
 	t.Cleanup(n.stop)
 	n.startCore()
@@ -160,7 +167,12 @@ func (n *Node) WriteConfig(plugins []Plugin) {
 	}
 	fmt.Fprintf(&b, "cni_bin_dirs = [%q]\n", n.Dev.CNIBinDir)
 	fmt.Fprintf(&b, "healthz_port = %s\n", strings.TrimPrefix(n.HealthzAddr, "127.0.0.1:"))
-	for k, v := range n.opts.Settings {
+	// The node API: the read-only port on loopback for /pods and /metrics;
+	// no secure port, which tests here do not use (and which nodes running
+	// side by side would all want on 10250). Settings may override both.
+	settings := map[string]string{"address": `"127.0.0.1"`, "read_only_port": strings.TrimPrefix(n.ReadOnlyAddr, "127.0.0.1:"), "port": "0"}
+	maps.Copy(settings, n.opts.Settings)
+	for k, v := range settings {
 		fmt.Fprintf(&b, "%s = %s\n", k, v)
 	}
 	for _, p := range plugins {
@@ -201,7 +213,7 @@ func (n *Node) startCore() {
 			n.t.Fatalf("microlet exited while starting (%v)", cmd.ProcessState)
 		default:
 		}
-		code, body := n.get("/healthz")
+		code, body := n.getFrom(n.HealthzAddr, "/healthz")
 		return code == http.StatusOK, fmt.Sprintf("healthz %d: %s", code, body)
 	})
 }
@@ -441,10 +453,14 @@ func (n *Node) PluginProcesses() map[int]string {
 	return out
 }
 
-// get GETs a path of the core's local endpoint: status code and body, 0
-// when the core does not answer.
+// get GETs a path of the node API's read-only port: status code and body,
+// 0 when the core does not answer.
 func (n *Node) get(path string) (int, string) {
-	resp, err := httpClient.Get("http://" + n.HealthzAddr + path)
+	return n.getFrom(n.ReadOnlyAddr, path)
+}
+
+func (n *Node) getFrom(addr, path string) (int, string) {
+	resp, err := httpClient.Get("http://" + addr + path)
 	if err != nil {
 		return 0, err.Error()
 	}

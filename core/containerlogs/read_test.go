@@ -1,0 +1,271 @@
+package containerlogs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// logLine is a CRI log line written at second sec of a fixed minute.
+func logLine(sec int, stream, tag, content string) string {
+	return fmt.Sprintf("2020-09-27T11:18:%02d.000000000Z %s %s %s\n", sec, stream, tag, content)
+}
+
+// podLogDir makes a pod log directory with one container's log,
+// app/0.log, holding content.
+func podLogDir(t *testing.T, content string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "app", "0.log"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func stopped(context.Context) (bool, error) { return false, nil }
+
+// syncBuffer is an output the test reads while Read writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestRead(t *testing.T) {
+	dir := podLogDir(t, logLine(1, "stdout", "F", "line1")+logLine(2, "stderr", "F", "line2")+
+		"garbage that does not parse\n"+logLine(3, "stdout", "P", "part-")+logLine(3, "stdout", "F", "line3"))
+	at := func(sec int) *metav1.Time {
+		return &metav1.Time{Time: time.Date(2020, 9, 27, 11, 18, sec, 0, time.UTC)}
+	}
+	for _, tc := range []struct {
+		name       string
+		opts       v1.PodLogOptions
+		noStderr   bool
+		wantStdout string
+		wantStderr string
+	}{
+		{name: "everything", wantStdout: "line1\npart-line3\n", wantStderr: "line2\n"},
+		{name: "tail 2 counts the partial line", opts: v1.PodLogOptions{TailLines: ptr.To[int64](2)}, wantStdout: "part-line3\n"},
+		{name: "tail 3 counts the line that does not parse", opts: v1.PodLogOptions{TailLines: ptr.To[int64](3)}, wantStdout: "part-line3\n"},
+		{name: "tail 4", opts: v1.PodLogOptions{TailLines: ptr.To[int64](4)}, wantStdout: "part-line3\n", wantStderr: "line2\n"},
+		{name: "tail beyond the file", opts: v1.PodLogOptions{TailLines: ptr.To[int64](100)}, wantStdout: "line1\npart-line3\n", wantStderr: "line2\n"},
+		{name: "tail 0", opts: v1.PodLogOptions{TailLines: ptr.To[int64](0)}},
+		{name: "limit cuts the line", opts: v1.PodLogOptions{LimitBytes: ptr.To[int64](9)}, wantStdout: "line1\n", wantStderr: "lin"},
+		{name: "limit above the size", opts: v1.PodLogOptions{LimitBytes: ptr.To[int64](1000)}, wantStdout: "line1\npart-line3\n", wantStderr: "line2\n"},
+		{name: "since time", opts: v1.PodLogOptions{SinceTime: at(2)}, wantStdout: "part-line3\n", wantStderr: "line2\n"},
+		{name: "since time after every line", opts: v1.PodLogOptions{SinceTime: at(59)}},
+		{name: "timestamps start lines only", opts: v1.PodLogOptions{Timestamps: true},
+			wantStdout: "2020-09-27T11:18:01.000000000Z line1\n2020-09-27T11:18:03.000000000Z part-line3\n",
+			wantStderr: "2020-09-27T11:18:02.000000000Z line2\n"},
+		{name: "timestamps count toward the limit", opts: v1.PodLogOptions{Timestamps: true, LimitBytes: ptr.To[int64](33)},
+			wantStdout: "2020-09-27T11:18:01.000000000Z li"},
+		{name: "stdout only: stderr counts toward nothing", opts: v1.PodLogOptions{LimitBytes: ptr.To[int64](10)}, noStderr: true,
+			wantStdout: "line1\npart"},
+		{name: "follow a stopped container reads to the end", opts: v1.PodLogOptions{Follow: true, TailLines: ptr.To[int64](2)},
+			wantStdout: "part-line3\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			var errOut io.Writer = &stderr
+			if tc.noStderr {
+				errOut = nil
+			}
+			err := read(context.Background(), Log{Dir: dir, Name: "app/0.log", Running: stopped}, NewOptions(&tc.opts, time.Now()), &stdout, errOut)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stdout.String() != tc.wantStdout || stderr.String() != tc.wantStderr {
+				t.Errorf("stdout %q stderr %q; want %q and %q", stdout.String(), stderr.String(), tc.wantStdout, tc.wantStderr)
+			}
+		})
+	}
+}
+
+func TestNewOptionsTakesTheLaterSince(t *testing.T) {
+	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	early := &metav1.Time{Time: now.Add(-time.Hour)}
+	late := &metav1.Time{Time: now.Add(-time.Second)}
+	for _, tc := range []struct {
+		name string
+		opts v1.PodLogOptions
+		want time.Time
+	}{
+		{name: "neither", want: time.Time{}},
+		{name: "seconds", opts: v1.PodLogOptions{SinceSeconds: ptr.To[int64](60)}, want: now.Add(-time.Minute)},
+		{name: "time", opts: v1.PodLogOptions{SinceTime: early}, want: early.Time},
+		{name: "seconds later than time", opts: v1.PodLogOptions{SinceSeconds: ptr.To[int64](60), SinceTime: early}, want: now.Add(-time.Minute)},
+		{name: "time later than seconds", opts: v1.PodLogOptions{SinceSeconds: ptr.To[int64](60), SinceTime: late}, want: late.Time},
+	} {
+		if got := NewOptions(&tc.opts, now).Since; !got.Equal(tc.want) {
+			t.Errorf("%s: since %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if o := NewOptions(&v1.PodLogOptions{}, now); o.TailLines != -1 || o.LimitBytes != -1 {
+		t.Errorf("no tail or limit: %+v, want -1 for both", o)
+	}
+}
+
+// TestReadStaysInTheDirectory: a name with ".." and a log replaced by a
+// symlink out of the pod's directory both fail, and nothing of the target
+// is written.
+func TestReadStaysInTheDirectory(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "shadow")
+	if err := os.WriteFile(secret, []byte(logLine(1, "stdout", "F", "SECRET")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := podLogDir(t, logLine(1, "stdout", "F", "fine"))
+	if err := os.Symlink(secret, filepath.Join(dir, "app", "1.log")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../..", filepath.Join(dir, "app", "up")); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(dir, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"app/1.log", rel, "app/up" + secret} {
+		var out bytes.Buffer
+		err := read(context.Background(), Log{Dir: dir, Name: name, Running: stopped}, Options{TailLines: -1, LimitBytes: -1}, &out, &out)
+		if err == nil || out.Len() > 0 {
+			t.Errorf("Read(%q) = %v, wrote %q; want an error and nothing", name, err, out.String())
+		}
+	}
+}
+
+// waitFor polls until the output holds want; the deadline only bounds a
+// hang, it asserts no timing.
+func waitFor(t *testing.T, out *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("output %q never held %q", out.String(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func appendLog(t *testing.T, path, content string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFollowAcrossRotation follows a log as the kubelet rotates it: the
+// file is renamed, the runtime writes a last line to the renamed file and
+// then reopens the log, writing on in a new file. Every line arrives once,
+// in order, and the follow ends when the container stops.
+func TestFollowAcrossRotation(t *testing.T) {
+	dir := podLogDir(t, logLine(1, "stdout", "F", "one"))
+	path := filepath.Join(dir, "app", "0.log")
+	var running atomic.Bool
+	running.Store(true)
+	log := Log{Dir: dir, Name: "app/0.log", Running: func(context.Context) (bool, error) { return running.Load(), nil }}
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- read(context.Background(), log, Options{TailLines: -1, LimitBytes: -1, Follow: true}, out, out)
+	}()
+
+	waitFor(t, out, "one\n")
+	appendLog(t, path, logLine(2, "stderr", "F", "two"))
+	waitFor(t, out, "two\n")
+
+	rotated := path + ".20200927-111803"
+	if err := os.Rename(path, rotated); err != nil {
+		t.Fatal(err)
+	}
+	appendLog(t, rotated, logLine(3, "stdout", "F", "three"))
+	appendLog(t, path, logLine(4, "stdout", "F", "four"))
+	waitFor(t, out, "four\n")
+	appendLog(t, path, logLine(5, "stdout", "F", "five"))
+	waitFor(t, out, "five\n")
+
+	running.Store(false)
+	if err := <-done; err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if got, want := out.String(), "one\ntwo\nthree\nfour\nfive\n"; got != want {
+		t.Errorf("followed %q, want %q", got, want)
+	}
+}
+
+// TestFollowEndsWithTheContext: a follow of a running container ends when
+// the caller goes away.
+func TestFollowEndsWithTheContext(t *testing.T) {
+	dir := podLogDir(t, logLine(1, "stdout", "F", "one"))
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		log := Log{Dir: dir, Name: "app/0.log", Running: func(context.Context) (bool, error) { return true, nil }}
+		done <- read(ctx, log, Options{TailLines: -1, LimitBytes: -1, Follow: true}, out, out)
+	}()
+	waitFor(t, out, "one\n")
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("Read returned nil after its context ended; want the context's error")
+	}
+}
+
+// FuzzRead reads arbitrary file content with arbitrary options: no panic,
+// no error (bad lines are skipped), and never more than the limit.
+func FuzzRead(f *testing.F) {
+	f.Add([]byte(logLine(1, "stdout", "F", "a")+logLine(2, "stderr", "P", "b")), int64(-1), int64(-1), false)
+	f.Add([]byte("junk\n\n"+logLine(3, "stdout", "F", "c")), int64(1), int64(3), true)
+	f.Add([]byte(logLine(1, "stdout", "F", "no newline")[:40]), int64(0), int64(0), true)
+	f.Fuzz(func(t *testing.T, content []byte, tail, limit int64, timestamps bool) {
+		dir := podLogDir(t, string(content))
+		var out bytes.Buffer
+		opts := Options{TailLines: max(tail, -1), LimitBytes: max(limit, -1), Timestamps: timestamps}
+		if err := read(context.Background(), Log{Dir: dir, Name: "app/0.log", Running: stopped}, opts, &out, &out); err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		if opts.LimitBytes >= 0 && int64(out.Len()) > opts.LimitBytes {
+			t.Fatalf("wrote %d bytes, limit %d", out.Len(), opts.LimitBytes)
+		}
+	})
+}
+
+// read opens a log and copies it, as the node API does.
+func read(ctx context.Context, l Log, opts Options, stdout, stderr io.Writer) error {
+	r, err := Open(l, opts)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.Copy(ctx, stdout, stderr)
+}
