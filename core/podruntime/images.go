@@ -49,26 +49,33 @@ func newImagePuller(images imageService, maxParallel int, now func() time.Time, 
 	}
 }
 
-// ensureImage returns the runtime's reference to c's image, pulling it per
-// c's pull policy. A failure is a reasonError with upstream's reason and
-// message.
-func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+// readyImage is a container's image once it is present: the runtime's
+// reference to it, and its status when ensureImage read it (nil when the
+// status after a pull could not be read).
+type readyImage struct {
+	ref    string
+	status *runtimeapi.Image
+}
+
+// ensureImage returns c's image, pulling it per c's pull policy. A failure
+// is a reasonError with upstream's reason and message.
+func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxConfig *runtimeapi.PodSandboxConfig) (readyImage, error) {
 	image, err := applyDefaultImageTag(c.Image)
 	if err != nil {
-		return "", newReasonError(ErrInvalidImageName, "Failed to apply default image tag %q: %v", c.Image, err)
+		return readyImage{}, newReasonError(ErrInvalidImageName, "Failed to apply default image tag %q: %v", c.Image, err)
 	}
 	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image, Annotations: pod.Annotations}
 
 	if c.ImagePullPolicy != v1.PullAlways {
 		resp, err := p.images.ImageStatus(ctx, spec, false)
 		if err != nil {
-			return "", newReasonError(ErrImageInspect, "Failed to inspect image %q: %v", c.Image, err)
+			return readyImage{}, newReasonError(ErrImageInspect, "Failed to inspect image %q: %v", c.Image, err)
 		}
 		if img := resp.GetImage(); img != nil {
-			return img.Id, nil
+			return readyImage{ref: img.Id, status: img}, nil
 		}
 		if c.ImagePullPolicy == v1.PullNever {
-			return "", newReasonError(ErrImageNeverPull, "Container image %q is not present with pull policy of Never", c.Image)
+			return readyImage{}, newReasonError(ErrImageNeverPull, "Container image %q is not present with pull policy of Never", c.Image)
 		}
 	}
 
@@ -78,43 +85,44 @@ func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		if last, ok := p.lastErrors.Load(key); ok {
 			msg = fmt.Sprintf("%s: %s", msg, last)
 		}
-		return "", newReasonError(ErrImagePullBackOff, "%s", msg)
+		return readyImage{}, newReasonError(ErrImagePullBackOff, "%s", msg)
 	}
 	p.lastErrors.Delete(key)
 
-	ref, err := p.pull(ctx, spec, sandboxConfig)
+	pulled, err := p.pull(ctx, spec, sandboxConfig)
 	if err != nil {
 		p.backoff.next(key, p.now())
 		msg, reason := pullErrorReason(c.Image, err)
 		p.lastErrors.Store(key, fmt.Sprintf("%v: %s", reason, msg))
-		return "", newReasonError(reason, "%s", msg)
+		return readyImage{}, newReasonError(reason, "%s", msg)
 	}
 	p.backoff.gc()
-	return ref, nil
+	return pulled, nil
 }
 
 // pull pulls an image once a pull slot is free, and records how long it
 // took (waiting included, as upstream).
-func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxConfig *runtimeapi.PodSandboxConfig) (readyImage, error) {
 	start := time.Now()
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return readyImage{}, ctx.Err()
 	}
 	ref, err := p.images.PullImage(ctx, spec, nil, sandboxConfig)
 	<-p.slots
 	if err != nil {
-		return "", err
+		return readyImage{}, err
 	}
-	var size uint64
+	pulled := readyImage{ref: ref}
 	if resp, err := p.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil {
-		size = resp.GetImage().GetSize()
+		pulled.status = resp.GetImage()
 	}
 	elapsed := time.Since(start)
+	size := pulled.status.GetSize()
 	p.metrics.observeImagePull(size, elapsed)
 	p.log.Info("pulled image", "image", spec.UserSpecifiedImage, "ref", ref, "duration", elapsed.Truncate(time.Millisecond), "size_bytes", size)
-	return ref, nil
+	return pulled, nil
 }
 
 // pullErrorReason is upstream's evalCRIPullErr: the message of a failed pull
@@ -151,13 +159,18 @@ func applyDefaultImageTag(image string) (string, error) {
 }
 
 // imageUser is who the image runs as, from its config (upstream's
-// getImageUser): root when it says nothing.
-func (p *imagePuller) imageUser(ctx context.Context, imageRef string) (imageUser, error) {
-	resp, err := p.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: imageRef}, false)
-	if err != nil {
-		return imageUser{}, err
+// getImageUser): root when it says nothing. The status ensureImage read
+// moments ago serves; upstream reads it again, a CRI call per container
+// start.
+func (p *imagePuller) imageUser(ctx context.Context, image readyImage) (imageUser, error) {
+	img := image.status
+	if img == nil {
+		resp, err := p.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: image.ref}, false)
+		if err != nil {
+			return imageUser{}, err
+		}
+		img = resp.GetImage()
 	}
-	img := resp.GetImage()
 	switch {
 	case img.GetUid() != nil:
 		uid := img.GetUid().Value

@@ -21,6 +21,8 @@ type fakeImages struct {
 	present map[string]*runtimeapi.Image
 	pullErr error
 	pulls   []string
+	// statuses counts ImageStatus calls.
+	statuses int
 	// block, when set, holds every pull until it is closed.
 	block   chan struct{}
 	active  int
@@ -30,6 +32,7 @@ type fakeImages struct {
 func (f *fakeImages) ImageStatus(_ context.Context, spec *runtimeapi.ImageSpec, _ bool) (*runtimeapi.ImageStatusResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.statuses++
 	return &runtimeapi.ImageStatusResponse{Image: f.present[spec.Image]}, nil
 }
 
@@ -98,8 +101,8 @@ func TestEnsureImagePolicies(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != tc.want {
-				t.Fatalf("ensureImage = %q, %v; want %q", got, err, tc.want)
+			if err != nil || got.ref != tc.want {
+				t.Fatalf("ensureImage = %q, %v; want %q", got.ref, err, tc.want)
 			}
 			if strings.Join(images.pulls, ",") != strings.Join(tc.wantPulls, ",") {
 				t.Errorf("pulls %v, want %v", images.pulls, tc.wantPulls)
@@ -137,8 +140,8 @@ func TestEnsureImageBackOff(t *testing.T) {
 
 	clock.advance(5 * time.Second)
 	images.pullErr = nil
-	if ref, err := p.ensureImage(context.Background(), pod, &c, nil); err != nil || ref == "" {
-		t.Errorf("pull after the backoff: %q, %v", ref, err)
+	if img, err := p.ensureImage(context.Background(), pod, &c, nil); err != nil || img.ref == "" {
+		t.Errorf("pull after the backoff: %q, %v", img.ref, err)
 	}
 
 	images.pullErr = errors.New(crierrors.ErrRegistryUnavailable.Error() + ": dial tcp: no route")
@@ -231,7 +234,7 @@ func TestImageUser(t *testing.T) {
 	}}
 	p := newTestPuller(t, images, 0, newFakeClock())
 	for ref, want := range map[string]string{"sha256:uid": "uid 1000", "sha256:name": "user nobody", "sha256:root": "uid 0"} {
-		u, err := p.imageUser(context.Background(), ref)
+		u, err := p.imageUser(context.Background(), readyImage{ref: ref})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,5 +245,43 @@ func TestImageUser(t *testing.T) {
 		if got != want {
 			t.Errorf("imageUser(%s) = %s, want %s", ref, got, want)
 		}
+	}
+}
+
+// TestImageUserAfterEnsureImage: the user comes from the status ensureImage
+// read, without another ImageStatus call; ensureImage reads the status once
+// for an image present, and after a pull (for its size).
+func TestImageUserAfterEnsureImage(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		image        string
+		policy       v1.PullPolicy
+		wantUser     string
+		wantStatuses int
+	}{
+		{"present", "localhost/app:1", v1.PullIfNotPresent, "nobody", 1},
+		{"absent, pulled", "localhost/other:1", v1.PullIfNotPresent, "", 2},
+		{"pulled always", "localhost/app:1", v1.PullAlways, "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			images := &fakeImages{present: map[string]*runtimeapi.Image{"localhost/app:1": {Id: "sha256:app", Username: "nobody"}}}
+			p := newTestPuller(t, images, 0, newFakeClock())
+			c := testContainer("a")
+			c.Image, c.ImagePullPolicy = tc.image, tc.policy
+			img, err := p.ensureImage(context.Background(), testPod(), &c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := p.imageUser(context.Background(), img)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.username != tc.wantUser {
+				t.Errorf("user %q, want %q", u.username, tc.wantUser)
+			}
+			if images.statuses != tc.wantStatuses {
+				t.Errorf("%d ImageStatus calls, want %d", images.statuses, tc.wantStatuses)
+			}
+		})
 	}
 }

@@ -40,7 +40,13 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, runtimePod *containe
 		grace := int64(orphanGracePeriod)
 		gracePeriodOverride = &grace
 	}
-	podIPs := m.runtimePodIPs(ctx, pod != nil && pod.Spec.HostNetwork, runtimePod)
+	// The addresses serve only preStop hooks; reading them is a CRI call
+	// before the first container stops, so it is made only for a hook (as
+	// upstream reads the pod's status only for an HTTP hook).
+	var podIPs []string
+	if mayRunPreStop(pod, runtimePod) {
+		podIPs = m.runtimePodIPs(ctx, pod != nil && pod.Spec.HostNetwork, runtimePod)
+	}
 	var result SyncResult
 	m.killPod(ctx, pod, runtimePod, podIPs, gracePeriodOverride, &result)
 	return result.Err()
@@ -48,13 +54,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, runtimePod *containe
 
 // killPod is KillPod recording its steps in result.
 func (m *Manager) killPod(ctx context.Context, pod *v1.Pod, runtimePod *container.Pod, podIPs []string, gracePeriodOverride *int64, result *SyncResult) {
-	var running []*container.Container
-	for _, c := range runtimePod.Containers {
-		// A container in an unknown state may still run.
-		if c.State == container.StateRunning || c.State == container.StateUnknown {
-			running = append(running, c)
-		}
-	}
+	running := liveContainers(runtimePod)
 	var ordering *terminationOrdering
 	if pod != nil && hasSidecars(pod) {
 		names := make([]string, len(running))
@@ -90,6 +90,35 @@ func (m *Manager) killPod(ctx context.Context, pod *v1.Pod, runtimePod *containe
 		step.fail(ErrKillPodSandbox, err.Error())
 	}
 	result.add(step)
+}
+
+// liveContainers are the pod's containers that run, or may: a container in
+// an unknown state may still run.
+func liveContainers(runtimePod *container.Pod) []*container.Container {
+	var live []*container.Container
+	for _, c := range runtimePod.Containers {
+		if c.State == container.StateRunning || c.State == container.StateUnknown {
+			live = append(live, c)
+		}
+	}
+	return live
+}
+
+// mayRunPreStop says whether killing the pod's live containers can run a
+// preStop hook: one its spec gives, or one kept in the annotations of a
+// container the spec does not name (pod is nil for an orphan, whose
+// containers all are such).
+func mayRunPreStop(pod *v1.Pod, runtimePod *container.Pod) bool {
+	for _, c := range liveContainers(runtimePod) {
+		if pod == nil {
+			return true
+		}
+		spec := containerSpec(pod, c.Name)
+		if spec == nil || (spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // killContainer stops one container: its preStop hook first, bounded by the

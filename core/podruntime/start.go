@@ -26,7 +26,7 @@ type sandboxRef struct {
 // log, and run its postStart hook, which kills it when it fails. Errors are
 // reasonErrors with upstream's reasons.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, status *container.PodStatus, c *v1.Container, sandbox sandboxRef) error {
-	imageRef, err := m.images.ensureImage(ctx, pod, c, sandbox.config)
+	image, err := m.images.ensureImage(ctx, pod, c, sandbox.config)
 	if err != nil {
 		return err
 	}
@@ -40,12 +40,12 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, status *conta
 				"pod", podFullName(pod), "container", c.Name, "dir", logDir, "error", err)
 		}
 	}
-	user, err := m.images.imageUser(ctx, imageRef)
+	user, err := m.images.imageUser(ctx, image)
 	if err != nil {
 		return newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
 	config, err := m.containerConfig(ctx, pod, containerInstance{
-		spec: c, restartCount: restartCount, imageRef: imageRef, user: user, podIPs: sandbox.podIPs, plan: sandbox.plan,
+		spec: c, restartCount: restartCount, imageRef: image.ref, user: user, podIPs: sandbox.podIPs, plan: sandbox.plan,
 	})
 	if err != nil {
 		return newReasonError(ErrCreateContainerConfig, "%v", err)

@@ -22,9 +22,10 @@ import (
 // fileCheckFrequency: how often the whole static pod path is re-read.
 const DefaultFileCheckFrequency = 20 * time.Second
 
-// fileSettleDelay lets a burst of file events (an editor truncating, writing
-// and renaming) end before the path is read, so a half-written manifest is
-// not reported as broken.
+// fileSettleDelay is how long the path must be quiet before a manifest that
+// does not decode is judged broken: in a burst of events (an editor
+// truncating, writing and renaming) it may be half-written. Manifests that
+// decode are used at once; upstream reads at every event too.
 const fileSettleDelay = 100 * time.Millisecond
 
 // FileConfig configures the static pod path source.
@@ -38,8 +39,9 @@ type FileConfig struct {
 	NodeName string
 }
 
-// File is the static pod path source. It watches the path with inotify and
-// re-reads it every CheckFrequency in case an event was missed. Unlike
+// File is the static pod path source. It watches the path with inotify,
+// reads it as soon as it changes, and re-reads it every CheckFrequency in
+// case an event was missed. Unlike
 // upstream, a manifest that was good and turns broken keeps its last good
 // pod until it is fixed or removed (see docs/pod-sources.md).
 type File struct {
@@ -99,61 +101,85 @@ func (f *File) Run(ctx context.Context, out chan<- Update) {
 
 	ticker := time.NewTicker(f.cfg.CheckFrequency)
 	defer ticker.Stop()
+	settled := true
 	for {
 		f.watch(w)
-		if !f.sync(ctx, out) || !f.waitForChange(ctx, ticker.C, events, watchErrors) {
+		deferred, ok := f.sync(ctx, out, settled)
+		if !ok {
+			return
+		}
+		if settled, ok = f.waitForChange(ctx, ticker.C, events, watchErrors, deferred); !ok {
 			return
 		}
 	}
 }
 
-// waitForChange blocks until the path is due to be read again: at the
-// periodic re-read, or once a burst of events about it has settled. It
-// reports false when ctx ended.
-func (f *File) waitForChange(ctx context.Context, tick <-chan time.Time, events <-chan fsnotify.Event, watchErrors <-chan error) bool {
-	var settled <-chan time.Time
+// waitForChange blocks until the path is due to be read again: at once when
+// it changed, at the periodic re-read, or, when settle is set (the last
+// read deferred a manifest that did not decode), once the path has been
+// quiet for fileSettleDelay. settled says the read is one that judges such
+// manifests; ok is false when ctx ended.
+func (f *File) waitForChange(ctx context.Context, tick <-chan time.Time, events <-chan fsnotify.Event, watchErrors <-chan error, settle bool) (settled, ok bool) {
+	var quiet <-chan time.Time
+	if settle {
+		quiet = time.After(fileSettleDelay)
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			return false
+			return false, false
 		case <-tick:
-			return true
-		case <-settled:
-			return true
+			return true, true
+		case <-quiet:
+			return true, true
 		case e := <-events:
 			if f.concerns(e) {
-				settled = time.After(fileSettleDelay)
+				drainEvents(events)
+				return false, true
 			}
 		case err := <-watchErrors:
 			f.log.Warn("inotify reported an error; re-reading the static pod path", "path", f.cfg.Path, "error", err)
-			settled = time.After(fileSettleDelay)
+			return false, true
+		}
+	}
+}
+
+// drainEvents takes the events already queued: the read about to start sees
+// what they report, so a burst of changes costs one read, not one per file.
+func drainEvents(events <-chan fsnotify.Event) {
+	for {
+		select {
+		case <-events:
+		default:
+			return
 		}
 	}
 }
 
 // sync scans the path and sends its pods if they differ from what was sent.
-// It reports false when ctx ended.
-func (f *File) sync(ctx context.Context, out chan<- Update) bool {
-	pods, ok := f.scan()
+// Unless settled, a manifest that does not decode is deferred (deferred is
+// true) rather than judged. ok is false when ctx ended.
+func (f *File) sync(ctx context.Context, out chan<- Update, settled bool) (deferred, ok bool) {
+	pods, deferred, ok := f.scan(settled)
 	if !ok {
-		return true
+		return deferred, true
 	}
 	uids := make([]types.UID, len(pods))
 	for i, pod := range pods {
 		uids[i] = pod.UID
 	}
 	if f.sentOnce && slices.Equal(uids, f.sent) {
-		return true
+		return deferred, true
 	}
 	copies := make([]*v1.Pod, len(pods))
 	for i, pod := range pods {
 		copies[i] = pod.DeepCopy()
 	}
 	if !send(ctx, out, Update{Source: FileSource, Op: OpSet, Pods: copies}) {
-		return false
+		return deferred, false
 	}
 	f.sent, f.sentOnce = uids, true
-	return true
+	return deferred, true
 }
 
 // watch keeps inotify watches on the path's parent (to see the path come

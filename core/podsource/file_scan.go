@@ -27,20 +27,24 @@ type manifestState struct {
 	broken bool
 }
 
-// scan reads the static pod path and returns the pods it holds. ok is false
-// when the path could not be read at all, and the last set stands.
-func (f *File) scan() (pods []*v1.Pod, ok bool) {
+// scan reads the static pod path and returns the pods it holds. Unless
+// settled, manifests that do not decode are left as they were and deferred
+// is true. ok is false when the path could not be read at all, and the last
+// set stands.
+func (f *File) scan(settled bool) (pods []*v1.Pod, deferred, ok bool) {
 	files, err := f.manifestFiles()
 	if err != nil {
 		f.reportPathError(err)
-		return nil, false
+		return nil, false, false
 	}
 	f.reportPathError(nil)
 	present := make(map[string]bool, len(files))
 	for _, path := range files {
 		present[path] = true
-		f.refresh(path)
-		if st := f.manifests[path]; st.good != nil {
+		if !f.refresh(path, settled) {
+			deferred = true
+		}
+		if st := f.manifests[path]; st != nil && st.good != nil {
 			pods = append(pods, st.good)
 		}
 	}
@@ -49,7 +53,7 @@ func (f *File) scan() (pods []*v1.Pod, ok bool) {
 			delete(f.manifests, path) // removed: its pod goes
 		}
 	}
-	return pods, true
+	return pods, deferred, true
 }
 
 // manifestFiles lists the manifest files of the static pod path, sorted: the
@@ -87,26 +91,36 @@ func (f *File) manifestFiles() ([]string, error) {
 }
 
 // refresh re-reads one manifest and, if it changed, decodes it. A broken
-// manifest is reported once per change and keeps its last good pod.
-func (f *File) refresh(path string) {
+// manifest is reported once per change and keeps its last good pod. Unless
+// settled, a manifest that does not decode may be half-written: it is left
+// as it was, unreported, and refresh returns false.
+func (f *File) refresh(path string, settled bool) bool {
 	data, readErr := readFile(path)
 	digest := sha256.Sum256(data)
 	if readErr != nil {
 		digest = sha256.Sum256([]byte("unreadable: " + readErr.Error()))
 	}
 	st := f.manifests[path]
+	if st != nil && st.digest == digest {
+		return true
+	}
+
+	var good *v1.Pod
+	var warnings []podspec.Problem
+	err := readErr
+	if err == nil {
+		good, warnings, err = f.load(path, data)
+	}
+	if err != nil && !settled {
+		return false
+	}
 	if st == nil {
 		st = &manifestState{}
 		f.manifests[path] = st
-	} else if st.digest == digest {
-		return
 	}
 	st.digest = digest
-
-	var good *v1.Pod
-	err := readErr
-	if err == nil {
-		good, err = f.load(path, data)
+	if len(warnings) > 0 {
+		f.log.Warn("static pod manifest has fields that are ignored", "path", path, "warnings", joinProblems(warnings))
 	}
 	if err != nil {
 		st.broken = true
@@ -117,25 +131,25 @@ func (f *File) refresh(path string) {
 		} else {
 			f.log.Error("static pod manifest is broken; no pod runs from it", "path", path, "error", err)
 		}
-		return
+		return true
 	}
 	if st.broken {
 		f.log.Info("static pod manifest is usable again", "path", path, "pod", podRef(good))
 	}
 	st.broken = false
 	st.good = good
+	return true
 }
 
-// load decodes and prepares the pod of one manifest file.
-func (f *File) load(path string, data []byte) (*v1.Pod, error) {
+// load decodes and prepares the pod of one manifest file; warnings name
+// the fields it ignores.
+func (f *File) load(path string, data []byte) (_ *v1.Pod, warnings []podspec.Problem, _ error) {
 	m, err := podspec.DecodePod(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if len(m.Warnings) > 0 {
-		f.log.Warn("static pod manifest has fields that are ignored", "path", path, "warnings", joinProblems(m.Warnings))
-	}
-	return m.Prepare(0, podspec.FileOrigin(f.cfg.NodeName, path))
+	pod, err := m.Prepare(0, podspec.FileOrigin(f.cfg.NodeName, path))
+	return pod, m.Warnings, err
 }
 
 func readFile(path string) ([]byte, error) {

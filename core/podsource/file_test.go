@@ -79,10 +79,15 @@ func TestFileSourceDirectory(t *testing.T) {
 	if names(u.Pods) != "default/a-node1,default/b-node1,default/d-node1" || u.Pods[0].UID != goodA.UID {
 		t.Fatalf("after breaking a and adding d: [%s], a's UID %s; want a's last good pod (%s) kept", names(u.Pods), u.Pods[0].UID, goodA.UID)
 	}
-	broken := logs.count("static pod manifest is broken; its last good pod keeps running", filepath.Join(dir, "a.yaml"),
-		`line 9: spec.restartPolicy: Unsupported value: \"Sometimes\"`)
-	if broken != 1 {
-		t.Errorf("%d log lines about the broken manifest; want exactly 1:\n%s", broken, logs.buf.String())
+	// The broken manifest is judged once the directory has been quiet for
+	// a while, and reported once.
+	brokenLines := func() int {
+		return logs.count("static pod manifest is broken; its last good pod keeps running", filepath.Join(dir, "a.yaml"),
+			`line 9: spec.restartPolicy: Unsupported value: \"Sometimes\"`)
+	}
+	eventually(t, "the broken manifest is reported", func() bool { return brokenLines() > 0 })
+	if n := brokenLines(); n != 1 {
+		t.Errorf("%d log lines about the broken manifest; want exactly 1:\n%s", n, logs.buf.String())
 	}
 	if n := testutil.ToFloat64(f.errors.WithLabelValues(FileSource, filepath.Join(dir, "a.yaml"))); n != 1 {
 		t.Errorf("%s = %v; want 1", manifestErrorsName, n)
@@ -99,6 +104,57 @@ func TestFileSourceDirectory(t *testing.T) {
 	}
 	if u = next(t, out); names(u.Pods) != "default/b-node1,default/d-node1" {
 		t.Fatalf("after removing a: [%s]", names(u.Pods))
+	}
+}
+
+// TestFileScanJudgesUndecodableManifestsWhenSettled follows one manifest
+// through an edit: a read during a burst of events (not settled) leaves a
+// manifest that does not decode as it was, unreported, since it may be
+// half-written; a settled read reports it, once.
+func TestFileScanJudgesUndecodableManifestsWhenSettled(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.yaml")
+	logs := &logBuffer{}
+	f, err := NewFile(FileConfig{Path: dir, NodeName: "node1"}, testLogger(logs), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const brokenNew, brokenKept = "static pod manifest is broken; no pod runs from it", "static pod manifest is broken; its last good pod keeps running"
+	for _, step := range []struct {
+		what         string
+		content      string
+		settled      bool
+		wantPods     string
+		wantDeferred bool
+		// wantReports counts the log lines (and the error metric) about
+		// the broken manifest so far.
+		wantReports float64
+		reportLine  string
+	}{
+		{"created empty, during the burst", "", false, "", true, 0, brokenNew},
+		{"written, during the burst", manifest("a", "x:1"), false, "default/a-node1", false, 0, brokenNew},
+		{"half rewritten, during the burst", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: c\n", false, "default/a-node1", true, 0, brokenKept},
+		{"still half rewritten, settled", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: c\n", true, "default/a-node1", false, 1, brokenKept},
+		{"unchanged, settled again", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: c\n", true, "default/a-node1", false, 1, brokenKept},
+		{"fixed, during the burst", manifest("a", "x:2"), false, "default/a-node1", false, 1, brokenKept},
+	} {
+		// In place, as an editor writing over the file.
+		if err := os.WriteFile(path, []byte(step.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pods, deferred, ok := f.scan(step.settled)
+		if !ok || names(pods) != step.wantPods || deferred != step.wantDeferred {
+			t.Fatalf("%s: scan = [%s], deferred %v, ok %v; want [%s], deferred %v, ok", step.what, names(pods), deferred, ok, step.wantPods, step.wantDeferred)
+		}
+		if n := float64(logs.count(step.reportLine, path)); n != step.wantReports {
+			t.Errorf("%s: %v log lines %q; want %v:\n%s", step.what, n, step.reportLine, step.wantReports, logs.buf.String())
+		}
+		if n := testutil.ToFloat64(f.errors.WithLabelValues(FileSource, path)); n != step.wantReports {
+			t.Errorf("%s: %s = %v; want %v", step.what, manifestErrorsName, n, step.wantReports)
+		}
+	}
+	if pods, _, _ := f.scan(true); pods[0].Spec.Containers[0].Image != "x:2" {
+		t.Errorf("after the fix the pod runs image %s; want x:2", pods[0].Spec.Containers[0].Image)
 	}
 }
 
@@ -142,8 +198,11 @@ func TestFileSourceMissingDirectory(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if u := next(t, out); len(u.Pods) != 0 {
-		t.Fatalf("after removing the directory: [%s]", names(u.Pods))
+	// Each removal is read as it happens: the sets may shrink in steps.
+	for u := next(t, out); len(u.Pods) != 0; u = next(t, out) {
+		if names(u.Pods) != "default/a-node1" && names(u.Pods) != "default/b-node1" {
+			t.Fatalf("while removing the directory: [%s]", names(u.Pods))
+		}
 	}
 }
 

@@ -56,6 +56,18 @@ func next(t *testing.T, ch <-chan Update) Update {
 	}
 }
 
+// eventually waits for cond, failing the test after 30 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 30s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // names renders pods as "ns/name" in order.
 func names(pods []*v1.Pod) string {
 	out := make([]string, len(pods))
