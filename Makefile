@@ -83,7 +83,7 @@ kube-tools:
 # and need root. Packages run in parallel; so do independent cases inside them.
 E2E_PKGS ?= ./test/e2e/... ./internal/... ./core/podruntime/ ./core/pleg/
 test-e2e: build kube-tools
-	MICROLET_BIN=$(OUT) $(GO) test -count=1 -tags e2e -timeout 25m $(E2E_PKGS)
+	E2E_BIN_DIR=$(OUT) $(GO) test -count=1 -tags e2e -timeout 25m $(E2E_PKGS)
 
 bench: build kube-tools
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -tags e2e -timeout 60m ./test/bench/...

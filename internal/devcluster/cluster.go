@@ -27,12 +27,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/microlet/microlet/internal/devnode"
 )
 
 // startTimeout bounds the wait for etcd and the API server to serve: a
@@ -44,7 +45,7 @@ var ErrPrerequisites = errors.New("devcluster prerequisites")
 
 // Options say where the binaries are.
 type Options struct {
-	// KubeBin holds kube-apiserver; default: $MICROLET_KUBE_BIN, else
+	// KubeBin holds kube-apiserver; default: $KUBE_TOOLS_BIN, else
 	// <module root>/.cache/kube/bin.
 	KubeBin string
 	// Etcd is the etcd binary; default: etcd on $PATH.
@@ -172,18 +173,13 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 func binaries(opts Options) (apiserver, etcd string, err error) {
 	bin := opts.KubeBin
 	if bin == "" {
-		bin = os.Getenv("MICROLET_KUBE_BIN")
-	}
-	if bin == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			return "", "", err
+		if bin, err = devnode.KubeToolsDir(); err != nil {
+			return "", "", fmt.Errorf("%w: %v; set %s", ErrPrerequisites, err, devnode.EnvKubeTools)
 		}
-		bin = filepath.Join(root, ".cache", "kube", "bin")
 	}
 	apiserver = filepath.Join(bin, "kube-apiserver")
 	if _, err := os.Stat(apiserver); err != nil {
-		return "", "", fmt.Errorf("%w: no kube-apiserver in %s; build it with `bash hack/kube-tools/build.sh` (or set MICROLET_KUBE_BIN)",
+		return "", "", fmt.Errorf("%w: no kube-apiserver in %s; build it with `bash hack/kube-tools/build.sh` (or set KUBE_TOOLS_BIN)",
 			ErrPrerequisites, bin)
 	}
 	etcd = opts.Etcd
@@ -193,19 +189,6 @@ func binaries(opts Options) (apiserver, etcd string, err error) {
 		}
 	}
 	return apiserver, etcd, nil
-}
-
-// moduleRoot is the microlet checkout this test runs in.
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("finding the module: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("%w: not inside the microlet module; set MICROLET_KUBE_BIN", ErrPrerequisites)
-	}
-	return filepath.Dir(gomod), nil
 }
 
 // apiServerFiles are the API server's certificates and keys.

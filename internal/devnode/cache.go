@@ -2,7 +2,6 @@ package devnode
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,23 +16,21 @@ import (
 const (
 	// EnvCacheDir overrides where built images and the pause binary are
 	// cached.
-	EnvCacheDir = "MICROLET_DEVNODE_CACHE"
+	EnvCacheDir = "DEVNODE_CACHE"
 
 	// layoutVersion is part of every image's cache key: bump it when the
 	// builder's output changes for the same description.
 	layoutVersion = "1"
-
-	modulePath = "github.com/microlet/microlet"
 )
 
-// cacheDir is $MICROLET_DEVNODE_CACHE, else .cache/devnode of the microlet
+// cacheDir is $DEVNODE_CACHE, else .cache/devnode of the microlet
 // checkout the process runs in (where CI keeps its caches), else the user's
 // cache directory.
 func cacheDir() (string, error) {
 	if dir := os.Getenv(EnvCacheDir); dir != "" {
 		return dir, nil
 	}
-	if root, ok := repoRoot(); ok {
+	if root, err := RepoRoot(); err == nil {
 		return filepath.Join(root, ".cache", "devnode"), nil
 	}
 	dir, err := os.UserCacheDir()
@@ -41,35 +38,6 @@ func cacheDir() (string, error) {
 		return "", fmt.Errorf("no cache directory for devnode images: set %s: %w", EnvCacheDir, err)
 	}
 	return filepath.Join(dir, "microlet", "devnode"), nil
-}
-
-// repoRoot finds the microlet checkout that holds the working directory:
-// tests run in their package's directory, `go run` wherever it was typed.
-func repoRoot() (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && moduleOf(data) == modulePath {
-			return dir, true
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
-}
-
-// moduleOf returns the module path a go.mod declares.
-func moduleOf(goMod []byte) string {
-	for _, line := range bytes.Split(goMod, []byte("\n")) {
-		if rest, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("module ")); ok {
-			return strings.Trim(string(bytes.TrimSpace(rest)), `"`)
-		}
-	}
-	return ""
 }
 
 // resolvedImage is an image with its layers' files listed.

@@ -20,17 +20,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// EnvKubeBin names the directory holding upstream binaries built by
-// hack/kube-tools/build.sh; default .cache/kube/bin of the microlet checkout.
-const EnvKubeBin = "MICROLET_KUBE_BIN"
-
 // ErrNoKubelet is wrapped by StartKubelet's error when there is no kubelet
 // binary to run.
 var ErrNoKubelet = errors.New("no upstream kubelet binary (build it with hack/kube-tools/build.sh)")
 
 // KubeletOptions configure StartKubelet.
 type KubeletOptions struct {
-	// Binary is the kubelet to run. Default: kubelet in $MICROLET_KUBE_BIN,
+	// Binary is the kubelet to run. Default: kubelet in $KUBE_TOOLS_BIN,
 	// else in .cache/kube/bin of the microlet checkout.
 	Binary string
 	// RootDir is the kubelet's --root-dir. Default: <node Dir>/kubelet.
@@ -160,13 +156,9 @@ func StartKubelet(ctx context.Context, node *Node, opts KubeletOptions) (_ *Kube
 // kubeletBinary resolves KubeletOptions.Binary's default.
 func kubeletBinary(bin string) (string, error) {
 	if bin == "" {
-		dir := os.Getenv(EnvKubeBin)
-		if dir == "" {
-			root, ok := repoRoot()
-			if !ok {
-				return "", fmt.Errorf("%w: set %s or KubeletOptions.Binary", ErrNoKubelet, EnvKubeBin)
-			}
-			dir = filepath.Join(root, ".cache", "kube", "bin")
+		dir, err := KubeToolsDir()
+		if err != nil {
+			return "", fmt.Errorf("%w: %v; set %s or KubeletOptions.Binary", ErrNoKubelet, err, EnvKubeTools)
 		}
 		bin = filepath.Join(dir, "kubelet")
 	}

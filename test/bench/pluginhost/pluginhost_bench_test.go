@@ -27,11 +27,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/microlet/microlet/core/pluginhost"
-	e2e "github.com/microlet/microlet/test/e2e/pluginhost"
+	"github.com/microlet/microlet/internal/e2e"
+	pluginhoste2e "github.com/microlet/microlet/test/e2e/pluginhost"
 	"github.com/microlet/microlet/test/testplugins/smaps"
 )
 
-var bins *e2e.Binaries
+var bins *pluginhoste2e.Binaries
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "microlet-benchbin-")
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bins, err = e2e.Build(dir)
+	bins, err = pluginhoste2e.Build(dir)
 	code := 1
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -55,16 +56,16 @@ var spec = pluginhost.Spec{Kind: "eviction", Name: "alpha"}
 // quietHost is a host on a fresh plugin directory holding the v1 test
 // plugin, logging at level to the benchmark's log. Fields set in opts win.
 func quietHost(b *testing.B, level hclog.Level, opts pluginhost.Options) (*pluginhost.Host, string) {
-	dir := e2e.PluginDir(b)
-	e2e.Install(b, bins.Plugin, dir, spec.BinaryName())
+	dir := pluginhoste2e.PluginDir(b)
+	pluginhoste2e.Install(b, bins.Plugin, dir, spec.BinaryName())
 	if opts.HealthInterval == 0 {
 		opts.HealthInterval = 2 * time.Second // the default, not the tests' fast one
 	}
 	if opts.HealthTimeout == 0 {
 		opts.HealthTimeout = time.Second
 	}
-	opts.Logger = hclog.New(&hclog.LoggerOptions{Name: "bench", Level: level, Output: e2e.LogWriter{T: b}})
-	return e2e.NewHost(b, dir, opts), dir
+	opts.Logger = hclog.New(&hclog.LoggerOptions{Name: "bench", Level: level, Output: pluginhoste2e.LogWriter{T: b}})
+	return pluginhoste2e.NewHost(b, dir, opts), dir
 }
 
 // collect takes max(b.N, min) samples; the timer runs for the last b.N.
@@ -120,7 +121,7 @@ func BenchmarkCallRoundTrip(b *testing.B) {
 			ctx := context.Background()
 			call := func() time.Duration {
 				start := time.Now()
-				if _, err := e2e.GetIdentity(ctx, slot); err != nil {
+				if _, err := pluginhoste2e.GetIdentity(ctx, slot); err != nil {
 					b.Fatal(err)
 				}
 				return time.Since(start)
@@ -145,7 +146,7 @@ func BenchmarkColdStart(b *testing.B) {
 		if err := host.Reconcile(ctx, []pluginhost.Spec{spec}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := e2e.GetIdentity(ctx, host.Plugin("eviction")); err != nil {
+		if _, err := pluginhoste2e.GetIdentity(ctx, host.Plugin("eviction")); err != nil {
 			b.Fatal(err)
 		}
 		d := time.Since(start)
@@ -181,7 +182,7 @@ func BenchmarkCrashToServing(b *testing.B) {
 			b.Fatal(err)
 		}
 		for {
-			if _, err := e2e.GetIdentity(ctx, slot); err == nil && slot.Status().PID != pid {
+			if _, err := pluginhoste2e.GetIdentity(ctx, slot); err == nil && slot.Status().PID != pid {
 				break
 			}
 			time.Sleep(100 * time.Microsecond)
@@ -224,7 +225,7 @@ func BenchmarkHotSwap(b *testing.B) {
 				return
 			default:
 			}
-			id, err := e2e.GetIdentity(ctx, slot)
+			id, err := pluginhoste2e.GetIdentity(ctx, slot)
 			if err != nil {
 				failed.Add(1)
 				continue
@@ -238,7 +239,7 @@ func BenchmarkHotSwap(b *testing.B) {
 		old := slot.Status()
 		next := binaries[old.PluginVersion]
 		start := time.Now()
-		e2e.Install(b, next, dir, spec.BinaryName())
+		pluginhoste2e.Install(b, next, dir, spec.BinaryName())
 		for version.Load() != versionOf[next] {
 			time.Sleep(100 * time.Microsecond)
 		}
@@ -266,15 +267,15 @@ func BenchmarkHotSwap(b *testing.B) {
 // reads the plugins' and the core's. Plugin figures are per plugin,
 // averaged. All from /proc/<pid>/smaps_rollup.
 func BenchmarkIdleMemory(b *testing.B) {
-	dir := e2e.PluginDir(b)
+	dir := pluginhoste2e.PluginDir(b)
 	plugins := []string{"eviction/alpha", "devices/gpu-a", "devices/gpu-b"}
 	for _, p := range plugins {
-		e2e.Install(b, bins.Plugin, dir, "microlet-"+strings.Replace(p, "/", "-", 1))
+		pluginhoste2e.Install(b, bins.Plugin, dir, "microlet-"+strings.Replace(p, "/", "-", 1))
 	}
 	for range b.N {
-		core := e2e.StartCore(b, bins.Core, dir, plugins...)
+		core := pluginhoste2e.StartCore(b, bins.Core, dir, plugins...)
 		var configured [][2]int64
-		e2e.Eventually(b, 5*time.Second, "every plugin logged its memory as configured", func() bool {
+		pluginhoste2e.Eventually(b, 5*time.Second, "every plugin logged its memory as configured", func() bool {
 			configured = configuredMemory(core.Log.String())
 			return len(configured) == len(plugins)
 		})

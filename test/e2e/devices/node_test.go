@@ -3,10 +3,7 @@
 package devicese2e
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,9 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +21,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/e2e"
 )
 
 const (
@@ -52,7 +48,7 @@ type testNode struct {
 	plugins string
 
 	// log is what every run of the core wrote, its plugins' lines included.
-	log  *syncBuffer
+	log  *e2e.SyncBuffer
 	core *exec.Cmd
 	// exited is closed when the running core has exited.
 	exited chan struct{}
@@ -64,15 +60,15 @@ type testNode struct {
 // the devnode with every pod, the cgroup root, the files.
 func startNode(t *testing.T, plugins string) *testNode {
 	t.Helper()
-	n := &testNode{t: t, log: &syncBuffer{}, plugins: plugins}
-	n.dir = shortTempDir(t)
+	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: plugins}
+	n.dir = e2e.ShortTempDir(t)
 	n.configPath = filepath.Join(n.dir, "microlet.hcl")
 	n.manifestDir = filepath.Join(n.dir, "manifests")
 	n.rootDir = filepath.Join(n.dir, "root")
 	if err := os.MkdirAll(n.manifestDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	n.cgroupRoot = "/microlet-e2e-devices-" + randomHex(t)
+	n.cgroupRoot = "/microlet-e2e-devices-" + e2e.RandomHex(t, 4)
 	if err := devnode.CreateCgroup(n.cgroupRoot); err != nil {
 		t.Fatal(err)
 	}
@@ -131,13 +127,7 @@ func (n *testNode) startCore() {
 	n.t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "microlet"), "--config", n.configPath)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
-	// The core reads MICROLET_* variables as config (MICROLET_BIN would be
-	// an unknown key): it gets the config file only.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MICROLET_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = e2e.CoreEnv()
 	if err := cmd.Start(); err != nil {
 		n.t.Fatalf("starting microlet: %v", err)
 	}
@@ -167,12 +157,12 @@ func (n *testNode) startCore() {
 // its plugins are gone (they die with it).
 func (n *testNode) killCore() {
 	n.t.Helper()
-	plugins := childProcesses(n.t, n.core.Process.Pid)
+	plugins := n.pluginProcesses()
 	if err := n.core.Process.Signal(syscall.SIGKILL); err != nil {
 		n.t.Fatalf("SIGKILL the core: %v", err)
 	}
 	<-n.exited
-	n.expectGone(plugins)
+	e2e.ExpectGone(n.t, plugins)
 }
 
 // stop ends the core after the test: SIGTERM, then SIGKILL if it does not
@@ -181,7 +171,7 @@ func (n *testNode) stop() {
 	select {
 	case <-n.exited:
 	default:
-		plugins := childProcesses(n.t, n.core.Process.Pid)
+		plugins := n.pluginProcesses()
 		n.core.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-n.exited:
@@ -190,26 +180,20 @@ func (n *testNode) stop() {
 			n.core.Process.Signal(syscall.SIGKILL)
 			<-n.exited
 		}
-		n.expectGone(plugins)
+		e2e.ExpectGone(n.t, plugins)
 	}
 	if n.t.Failed() {
 		n.t.Logf("microlet's log:\n%s", n.log.String())
 	}
 }
 
-// expectGone fails the test unless every process in pids exits soon; one
-// that does not is killed.
-func (n *testNode) expectGone(pids []int) {
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range pids {
-		for !processGone(pid) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if !processGone(pid) {
-			n.t.Errorf("plugin process %d outlived its core; killing it", pid)
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
+// pluginProcesses are the core's live children: its plugins.
+func (n *testNode) pluginProcesses() map[int]string {
+	procs, err := e2e.ChildProcesses(n.core.Process.Pid)
+	if err != nil {
+		n.t.Fatal(err)
 	}
+	return procs
 }
 
 // addPod writes a static pod manifest; the pod runs as <name>-e2e-node.
@@ -313,86 +297,4 @@ func (n *testNode) eventually(what string, cond func() (bool, string)) {
 	}
 }
 
-// childProcesses are the live children of parent (the core's plugins).
-func childProcesses(t *testing.T, parent int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, state, ok := procStat(pid); ok && ppid == parent && state != "Z" && state != "X" {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// procStat reads a process's parent pid and state from /proc/<pid>/stat.
-func procStat(pid int) (ppid int, state string, ok bool) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, "", false
-	}
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(fields) < 2 {
-		return 0, "", false
-	}
-	ppid, err = strconv.Atoi(fields[1])
-	return ppid, fields[0], err == nil
-}
-
-// processGone says whether pid has exited (a zombie counts).
-func processGone(pid int) bool {
-	_, state, ok := procStat(pid)
-	return !ok || state == "Z" || state == "X"
-}
-
-// shortTempDir is a new directory under the system's temp dir, removed
-// after the test: plugin sockets under t.TempDir's long paths would pass
-// the 107 bytes a unix socket path may have.
-func shortTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "mldev-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := os.RemoveAll(dir); err != nil {
-			t.Errorf("removing %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
-func randomHex(t *testing.T) string {
-	b := make([]byte, 4)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
 var httpClient = &http.Client{Timeout: 10 * time.Second}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}

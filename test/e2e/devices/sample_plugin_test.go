@@ -16,6 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/e2e"
 )
 
 // kubeletHostLock is devnode's lock on the host-wide device plugin
@@ -34,9 +37,13 @@ const sampleResource = "example.com/resource"
 // registers with microlet-devices-kubernetes on the default directory as
 // with a kubelet, and a pod asking for its resource runs with its device.
 func TestUpstreamSampleDevicePlugin(t *testing.T) {
-	sample := filepath.Join(kubeBin(), "sample-device-plugin")
+	tools, err := devnode.KubeToolsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := filepath.Join(tools, "sample-device-plugin")
 	if _, err := os.Stat(sample); err != nil {
-		t.Skipf("no upstream sample device plugin at %s (build it with: bash hack/kube-tools/build.sh): %v", sample, err)
+		t.Fatalf("no upstream sample device plugin (make kube-tools builds it): %v", err)
 	}
 	lockDevicePluginDir(t)
 	n := startNode(t, "plugin \"devices\" \"kubernetes\" {}\n")
@@ -143,7 +150,7 @@ func waitForKubeletSocket(t *testing.T) {
 
 // samplePlugin is the running sample device plugin.
 type samplePlugin struct {
-	log *syncBuffer
+	log *e2e.SyncBuffer
 	// exited is closed when the process has exited.
 	exited chan struct{}
 }
@@ -159,7 +166,7 @@ func startSamplePlugin(t *testing.T, binary string) *samplePlugin {
 			existing = append(existing, f)
 		}
 	}
-	p := &samplePlugin{log: &syncBuffer{}, exited: make(chan struct{})}
+	p := &samplePlugin{log: &e2e.SyncBuffer{}, exited: make(chan struct{})}
 	cmd := exec.Command(binary)
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {

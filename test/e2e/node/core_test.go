@@ -3,17 +3,15 @@
 package nodee2e
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/microlet/microlet/internal/e2e"
 )
 
 // coreStopTimeout is how long a stopping core has before SIGKILL.
@@ -66,17 +64,10 @@ func (n *testNode) startCore(check string) {
 	})
 }
 
-// microletCommand runs the microlet binary with args. Its environment is
-// the test's without MICROLET_ variables: microlet reads those as config
-// keys and refuses unknown ones, and the test's own (MICROLET_BIN,
-// MICROLET_DEVNODE_CACHE) are not config.
+// microletCommand runs the microlet binary with args, in e2e.CoreEnv.
 func microletCommand(args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(binDir, "microlet"), args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MICROLET_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = e2e.CoreEnv()
 	return cmd
 }
 
@@ -92,7 +83,7 @@ func (n *testNode) killCore() {
 		n.t.Fatalf("SIGKILL the core: %v", err)
 	}
 	<-n.core.exited
-	n.expectGone(plugins)
+	e2e.ExpectGone(n.t, plugins)
 }
 
 // stop ends the core for good after the test: SIGTERM, then SIGKILL if it
@@ -109,27 +100,9 @@ func (n *testNode) stop() {
 			c.cmd.Process.Signal(syscall.SIGKILL)
 			<-c.exited
 		}
-		n.expectGone(plugins)
+		e2e.ExpectGone(n.t, plugins)
 	}
 	if n.t.Failed() || testing.Verbose() {
 		n.t.Logf("microlet's log:\n%s", n.log.String())
 	}
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -3,10 +3,7 @@
 package nodee2e
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/e2e"
 )
 
 // nodeName is every test node's name: static pod "web" runs as "web-e2e-node".
@@ -57,7 +55,7 @@ type testNode struct {
 	plugins      []plugin
 
 	// log is what every run of the core wrote (its plugins' lines included).
-	log  *syncBuffer
+	log  *e2e.SyncBuffer
 	core *coreProcess
 }
 
@@ -71,12 +69,12 @@ func startNode(t *testing.T, opts nodeOptions) *testNode {
 	if os.Geteuid() != 0 {
 		t.Skip("the node runs containerd and makes cgroups: it needs root")
 	}
-	n := &testNode{t: t, log: &syncBuffer{}, plugins: opts.plugins}
+	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins}
 	if n.plugins == nil {
 		n.plugins = defaultPlugins()
 	}
 	// Cleanups run last-registered first: the files go last.
-	n.dir = shortTempDir(t)
+	n.dir = e2e.ShortTempDir(t)
 	n.configPath = filepath.Join(n.dir, "etc", "microlet.hcl")
 	n.manifestDir = filepath.Join(n.dir, "manifests")
 	n.rootDir = filepath.Join(n.dir, "root")
@@ -87,7 +85,7 @@ func startNode(t *testing.T, opts nodeOptions) *testNode {
 		}
 	}
 
-	n.cgroupRoot = "/microlet-e2e-" + randomHex(t, 4)
+	n.cgroupRoot = "/microlet-e2e-" + e2e.RandomHex(t, 4)
 	if err := devnode.CreateCgroup(n.cgroupRoot); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +98,7 @@ func startNode(t *testing.T, opts nodeOptions) *testNode {
 	n.dev = devnode.StartT(t)
 	n.cri = n.dev.RuntimeClient()
 	for _, addr := range []*string{&n.healthzAddr, &n.readOnlyAddr} {
-		port, err := freePort()
+		port, err := e2e.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,40 +164,4 @@ func writeFileAtomic(t *testing.T, path, content string) {
 		os.Remove(tmp)
 		t.Fatal(err)
 	}
-}
-
-// shortTempDir is a new directory under the system's temp dir, removed
-// after the test. t.TempDir's paths carry the test's name, and sockets
-// under them (plugins', the push socket) would pass the 108 bytes a unix
-// socket path may have.
-func shortTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "mle2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := os.RemoveAll(dir); err != nil {
-			t.Errorf("removing %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
-func randomHex(t *testing.T, bytes int) string {
-	b := make([]byte, bytes)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-// freePort is a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/microlet/microlet/internal/e2e"
 )
 
 func TestKilledCoreLeavesNoPluginProcess(t *testing.T) {
@@ -99,7 +101,7 @@ func TestEvictionStrategySwitchedByEditingTheConfig(t *testing.T) {
 		t.Errorf("healthz after the switch: %d %s", code, body)
 	}
 	n.eventually("the kubelet strategy's process exits", func() (bool, string) {
-		return processGone(kubelet), ""
+		return e2e.ProcessGone(kubelet), ""
 	})
 	if n.pluginPID("eviction", "priority") == 0 {
 		t.Errorf("no process runs microlet-eviction-priority; the core's children: %v", n.pluginProcesses())

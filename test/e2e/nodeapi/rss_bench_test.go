@@ -20,10 +20,10 @@ const rssSettle = 20 * time.Second
 
 // BenchmarkCoreRSS reports the core's resident set on its default config
 // (node API included, as a node runs it), idle and with a few pods. Run it
-// with MICROLET_BIN naming the build to measure: the config it writes holds
+// with E2E_BIN_DIR naming the build to measure: the config it writes holds
 // no node API keys, so older builds run it too.
 //
-//	MICROLET_BIN=$PWD/_output/bin go test -tags e2e -run '^$' -bench CoreRSS -benchtime 1x ./test/e2e/nodeapi/
+//	E2E_BIN_DIR=$PWD/_output/bin go test -tags e2e -run '^$' -bench CoreRSS -benchtime 1x ./test/e2e/nodeapi/
 func BenchmarkCoreRSS(b *testing.B) {
 	for range b.N {
 		n := pressuree2e.Start(b, pressuree2e.Options{})

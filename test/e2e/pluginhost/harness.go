@@ -8,7 +8,6 @@ package pluginhoste2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/microlet/microlet/core/pluginhost"
+	"github.com/microlet/microlet/internal/e2e"
 	basev1 "github.com/microlet/microlet/proto/microlet/base/v1"
 )
 
@@ -188,44 +187,13 @@ func SlotStatus(host *pluginhost.Host, kind, name string) (pluginhost.Status, bo
 	return pluginhost.Status{}, false
 }
 
-// ProcessGone says whether pid has exited: no such process, or a zombie
-// nobody reaped yet.
-func ProcessGone(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	// pid (comm) state ...; comm may contain spaces and parentheses.
-	rest := stat[strings.LastIndexByte(string(stat), ')')+1:]
-	fields := strings.Fields(string(rest))
-	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
-}
-
-// SyncBuffer is a log sink safe for concurrent writers.
-type SyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *SyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *SyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // Core is a running testcore.
 type Core struct {
 	Cmd *exec.Cmd
 	// Plugins are the pids of its plugins, by kind/name.
 	Plugins map[string]int
 	// Log is what it has written to stderr, its plugins' lines included.
-	Log SyncBuffer
+	Log e2e.SyncBuffer
 }
 
 // StartCore runs testcore with plugins ("kind/name", ...) installed in dir

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/microlet/microlet/core/pluginhost"
+	"github.com/microlet/microlet/internal/e2e"
 )
 
 func TestLaunchedProcessIsIsolated(t *testing.T) {
@@ -60,7 +61,7 @@ func TestLaunchedProcessIsIsolated(t *testing.T) {
 }
 
 func TestPluginStderrReachesLogger(t *testing.T) {
-	var out SyncBuffer
+	var out e2e.SyncBuffer
 	logger := hclog.New(&hclog.LoggerOptions{Name: "core", Level: hclog.Info, Output: &out})
 	serving(t, pluginhost.Options{Logger: logger, NodeName: "node-a", HostService: fakeHostService{node: "node-a"}}, evictionAlpha)
 

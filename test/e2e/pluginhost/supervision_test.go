@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/microlet/microlet/core/pluginhost"
+	"github.com/microlet/microlet/internal/e2e"
 )
 
 func TestKilledPluginIsRestarted(t *testing.T) {
@@ -43,13 +44,13 @@ func TestKilledPluginIsRestarted(t *testing.T) {
 	if st.Restarts != 1 {
 		t.Errorf("restarts = %d, want 1", st.Restarts)
 	}
-	if !ProcessGone(old) {
+	if !e2e.ProcessGone(old) {
 		t.Errorf("killed pid %d is still there", old)
 	}
 }
 
 func TestPluginChildrenDieWithIt(t *testing.T) {
-	var out SyncBuffer
+	var out e2e.SyncBuffer
 	spec := evictionAlpha
 	spec.Args = []string{"-spawn-child"}
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: io.MultiWriter(&out, LogWriter{t})})
@@ -64,7 +65,7 @@ func TestPluginChildrenDieWithIt(t *testing.T) {
 		return child > 0
 	})
 	t.Cleanup(func() {
-		if !ProcessGone(child) {
+		if !e2e.ProcessGone(child) {
 			syscall.Kill(child, syscall.SIGKILL)
 		}
 	})
@@ -73,7 +74,7 @@ func TestPluginChildrenDieWithIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	servedByAnotherProcess(t, host, "eviction", old)
-	Eventually(t, 5*time.Second, fmt.Sprintf("child %d of the killed plugin is gone", child), func() bool { return ProcessGone(child) })
+	Eventually(t, 5*time.Second, fmt.Sprintf("child %d of the killed plugin is gone", child), func() bool { return e2e.ProcessGone(child) })
 }
 
 func TestHungPluginIsKilledAndReplaced(t *testing.T) {
@@ -91,7 +92,7 @@ func TestHungPluginIsKilledAndReplaced(t *testing.T) {
 	if hung, ok := seen.last(pluginhost.EventHung); !ok || hung.PID != old {
 		t.Errorf("hung event = %+v (found %v), want one for pid %d", hung, ok, old)
 	}
-	Eventually(t, 5*time.Second, fmt.Sprintf("stopped pid %d is gone", old), func() bool { return ProcessGone(old) })
+	Eventually(t, 5*time.Second, fmt.Sprintf("stopped pid %d is gone", old), func() bool { return e2e.ProcessGone(old) })
 }
 
 func TestKilledCoreLeavesNoPlugin(t *testing.T) {

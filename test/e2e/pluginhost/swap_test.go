@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/microlet/microlet/core/pluginhost"
+	"github.com/microlet/microlet/internal/e2e"
 )
 
 func TestBinaryReplacedUnderLoadIsSwapped(t *testing.T) {
@@ -33,7 +34,7 @@ func TestBinaryReplacedUnderLoadIsSwapped(t *testing.T) {
 	if versions["1.0.0"] == 0 || versions["2.0.0"] == 0 {
 		t.Errorf("calls were answered by versions %v, want both", versions)
 	}
-	Eventually(t, 10*time.Second, "the retired process is gone", func() bool { return ProcessGone(v1.PID) })
+	Eventually(t, 10*time.Second, "the retired process is gone", func() bool { return e2e.ProcessGone(v1.PID) })
 
 	t.Run("to a binary that fails to configure keeps the old process", func(t *testing.T) {
 		Install(t, bins.PluginRefusing, dir, "microlet-eviction-alpha")
@@ -71,7 +72,7 @@ func TestSingletonSwitchesByName(t *testing.T) {
 	if err != nil || id.GetName() != "beta" {
 		t.Errorf("the slot answers %v, %v; want beta", id, err)
 	}
-	Eventually(t, 10*time.Second, "alpha is gone", func() bool { return ProcessGone(alpha.PID) })
+	Eventually(t, 10*time.Second, "alpha is gone", func() bool { return e2e.ProcessGone(alpha.PID) })
 }
 
 func TestDevicesHaveOneSlotPerName(t *testing.T) {
@@ -93,7 +94,7 @@ func TestDevicesHaveOneSlotPerName(t *testing.T) {
 	if slots := host.Plugins("devices"); len(slots) != 1 || slots[0].Name() != "gpu-a" {
 		t.Errorf("after removing gpu-b: %v", slots)
 	}
-	if !ProcessGone(b.PID) {
+	if !e2e.ProcessGone(b.PID) {
 		t.Errorf("removed plugin gpu-b (pid %d) still runs", b.PID)
 	}
 	if st := before[1].State(); st != pluginhost.Stopped {

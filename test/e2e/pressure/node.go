@@ -12,7 +12,6 @@
 package pressuree2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,9 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +37,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/e2e"
 )
 
 const (
@@ -86,7 +84,7 @@ type Node struct {
 	ReadOnlyAddr string
 	opts         Options
 
-	log  *syncBuffer
+	log  *e2e.SyncBuffer
 	core *exec.Cmd
 	// exited is closed once the core has exited and been reaped.
 	exited chan struct{}
@@ -101,8 +99,8 @@ func Start(t testing.TB, opts Options) *Node {
 	if opts.Plugins == nil {
 		opts.Plugins = DefaultPlugins()
 	}
-	n := &Node{t: t, opts: opts, log: &syncBuffer{}}
-	n.Dir = shortTempDir(t)
+	n := &Node{t: t, opts: opts, log: &e2e.SyncBuffer{}}
+	n.Dir = e2e.ShortTempDir(t)
 	// Runs after the core and the devnode are gone: a pod whose cleanup the
 	// core's stop cut short leaves its volumes mounted under the root dir.
 	t.Cleanup(func() { unmountBelow(t, n.Dir) })
@@ -132,7 +130,7 @@ func Start(t testing.TB, opts Options) *Node {
 	}
 	ports := make([]int, 2)
 	for i := range ports {
-		port, err := freePort()
+		port, err := e2e.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,13 +189,7 @@ func (n *Node) WriteConfig(plugins []Plugin) {
 func (n *Node) startCore() {
 	n.t.Helper()
 	cmd := exec.Command(filepath.Join(BinDir, "microlet"), "--config", n.ConfigPath)
-	// microlet reads MICROLET_* variables as config keys; the tests' own
-	// (MICROLET_BIN) are not.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MICROLET_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = e2e.CoreEnv()
 	cmd.Stdout, cmd.Stderr = n.log, n.log
 	if err := cmd.Start(); err != nil {
 		n.t.Fatalf("starting microlet: %v", err)
@@ -257,10 +249,10 @@ func (n *Node) stopCore() {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for pid, name := range plugins {
-		for !processGone(pid) && time.Now().Before(deadline) {
+		for !e2e.ProcessGone(pid) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if !processGone(pid) {
+		if !e2e.ProcessGone(pid) {
 			n.t.Errorf("plugin process %s (pid %d) outlived its core; killing it", name, pid)
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -430,27 +422,11 @@ func (n *Node) PluginPID(kind, name string) int {
 // PluginProcesses are the core's live children (its plugins): pid -> the
 // program name (argv[0]; the plugin host execs a descriptor).
 func (n *Node) PluginProcesses() map[int]string {
-	out := map[int]string{}
-	entries, err := os.ReadDir("/proc")
+	procs, err := e2e.ChildProcesses(n.CorePID())
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, state, ok := procStat(pid); !ok || ppid != n.CorePID() || state == "Z" || state == "X" {
-			continue
-		}
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil {
-			continue // exited meanwhile
-		}
-		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
-		out[pid] = filepath.Base(string(argv0))
-	}
-	return out
+	return procs
 }
 
 // get GETs a path of the node API's read-only port: status code and body,
@@ -493,44 +469,6 @@ func DescribePod(p *v1.Pod) string {
 	return b.String()
 }
 
-// procStat reads a process's parent pid and state from /proc/<pid>/stat.
-func procStat(pid int) (ppid int, state string, ok bool) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, "", false
-	}
-	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(fields) < 2 {
-		return 0, "", false
-	}
-	ppid, err = strconv.Atoi(fields[1])
-	return ppid, fields[0], err == nil
-}
-
-// processGone says whether pid has exited (a zombie nobody reaped counts).
-func processGone(pid int) bool {
-	_, state, ok := procStat(pid)
-	return !ok || state == "Z" || state == "X"
-}
-
-// shortTempDir is a new directory under the system's temp dir, removed
-// after the test: sockets below t.TempDir's long paths would pass the 108
-// bytes a unix socket path may have.
-func shortTempDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "mlpress-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := os.RemoveAll(dir); err != nil {
-			t.Errorf("removing %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // unmountBelow detaches every mount below dir, deepest first.
 func unmountBelow(t testing.TB, dir string) {
 	mounts, err := procfs.GetMounts()
@@ -550,32 +488,4 @@ func unmountBelow(t testing.TB, dir string) {
 			t.Errorf("unmounting %s: %v", m, err)
 		}
 	}
-}
-
-// freePort is a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

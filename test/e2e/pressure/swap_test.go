@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/microlet/microlet/internal/e2e"
 )
 
 // softAllocatable is the eviction config of the swap test: a soft
@@ -53,7 +55,7 @@ func TestStrategySwitchUnderPressure(t *testing.T) {
 	n.WriteConfig(plugins)
 	n.Eventually("the priority strategy decides the cycles", func() (bool, string) {
 		got, _ := n.Metric("microlet_eviction_cycles_total", map[string]string{"strategy": "priority", "trigger": "periodic"})
-		return got > 0 && processGone(kubelet), fmt.Sprintf("%v cycles by priority; kubelet strategy's process gone: %t", got, processGone(kubelet))
+		return got > 0 && e2e.ProcessGone(kubelet), fmt.Sprintf("%v cycles by priority; kubelet strategy's process gone: %t", got, e2e.ProcessGone(kubelet))
 	})
 	n.expectMemoryPressure("probe-after")
 
@@ -71,7 +73,7 @@ func TestStrategySwitchUnderPressure(t *testing.T) {
 	if got, _ := n.Metric("microlet_eviction_cycles_total", map[string]string{"strategy": "kubelet", "trigger": "periodic"}); got == 0 {
 		t.Error("no cycle was decided by the kubelet strategy before the switch")
 	}
-	if n.CorePID() != core || processGone(core) {
+	if n.CorePID() != core || e2e.ProcessGone(core) {
 		t.Errorf("the core restarted: pid %d, was %d", n.CorePID(), core)
 	}
 	after := n.podContainers("old-small", "young-big")

@@ -1,0 +1,86 @@
+// Package e2e holds what the end-to-end tests and benchmarks share beside
+// the node itself (internal/devnode): the microlet binaries of E2E_BIN_DIR
+// (make test-e2e sets it to _output/bin) or built for the run, the
+// environment the core starts with, and helpers for processes, ports,
+// temporary directories and logs.
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/microlet/microlet/internal/devnode"
+)
+
+// EnvDir names the directory holding microlet and every plugin binary.
+const EnvDir = "E2E_BIN_DIR"
+
+// Main runs a test binary's tests with *dir set to $E2E_BIN_DIR, or, when
+// that is unset, to a directory it builds every binary into and removes
+// afterwards. Call it from TestMain: os.Exit(e2e.Main(m, &binDir)).
+func Main(m *testing.M, dir *string) int {
+	*dir = os.Getenv(EnvDir)
+	if *dir == "" {
+		tmp, err := os.MkdirTemp("", "microlet-e2e-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(tmp)
+		if err := Build(tmp); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		*dir = tmp
+	}
+	return m.Run()
+}
+
+// Build builds the daemon, every plugin and the example plugins as the
+// Makefile does (static, stripped, one binary per main package, named
+// after its directory) into dir, and makes dir 0755 so that the plugin
+// host's trust checks accept it.
+func Build(dir string) error {
+	root, err := devnode.RepoRoot()
+	if err != nil {
+		return err
+	}
+	pkgs := []string{"./cmd/microlet"}
+	for _, pattern := range []string{"plugins/*/cmd/microlet-*", "examples/plugins/microlet-*"} {
+		found, err := filepath.Glob(filepath.Join(root, pattern))
+		if err != nil {
+			return err
+		}
+		for _, p := range found {
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			pkgs = append(pkgs, "./"+rel)
+		}
+	}
+	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-ldflags", "-s -w", "-o", dir + "/"}, pkgs...)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building microlet and its plugins: %v\n%s", err, out)
+	}
+	return os.Chmod(dir, 0o755)
+}
+
+// CoreEnv is the environment a test starts the core with: its own without
+// MICROLET_* variables, which the core reads as config keys, so that a
+// developer's shell cannot change what a test runs.
+func CoreEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MICROLET_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}

@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ChildProcesses lists the live children of parent (a core's plugins) from
+// /proc, by their argv[0]: the plugin host execs a descriptor, so comm is
+// no name.
+func ChildProcesses(parent int) (map[int]string, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]string{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		ppid, state, ok := procStat(pid)
+		if !ok || ppid != parent || exited(state) {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+		out[pid] = filepath.Base(string(argv0))
+	}
+	return out, nil
+}
+
+// ProcessGone says whether pid has exited: no such process, or a zombie
+// nobody reaped yet.
+func ProcessGone(pid int) bool {
+	_, state, ok := procStat(pid)
+	return !ok || exited(state)
+}
+
+func exited(state string) bool { return state == "Z" || state == "X" }
+
+// procStat reads a process's parent pid and state from /proc/<pid>/stat.
+func procStat(pid int) (ppid int, state string, ok bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, "", false
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 2 {
+		return 0, "", false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	return ppid, fields[0], err == nil
+}
+
+// ExpectGone fails the test unless every process in procs (pid -> name)
+// exits soon, and kills one that does not. Plugins die with their core
+// (parent-death signal), so soon is seconds.
+func ExpectGone(t testing.TB, procs map[int]string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for pid, name := range procs {
+		for !ProcessGone(pid) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !ProcessGone(pid) {
+			t.Errorf("plugin process %s (pid %d) outlived its core; killing it", name, pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
