@@ -1,0 +1,246 @@
+//go:build e2e
+
+// Package nodebench measures a whole node agent on a real container
+// runtime, side by side with its bounds: the raw CRI floor (the benchmark
+// making the same sandboxes and containers through the CRI itself, every
+// pod in parallel), the upstream kubelet v1.34 in standalone mode, and
+// microlet (the real binary with every plugin). Each runs on a devnode of
+// its own (a private containerd 1.6 with its own CNI bridge). All three
+// stay up and take turns, one measurement each, so that only one works at
+// a time and whatever else loads the machine (it is shared) weighs on each
+// alike.
+//
+// For 10 and 30 pods of one pause container (the upstream density tests'
+// pod), it times from writing the manifests to all containers running,
+// and from removing them to none running, polling the CRI's
+// ListContainers every 10 ms; each figure is the median of 5 runs. With 30
+// pods running it reads each agent's memory (RSS and PSS, microlet's core
+// and plugins summed) after a short idle, then its CPU use over 30 s. It
+// prints a table with the ratios the budgets are set in, and the samples.
+//
+//	make build && E2E_BIN_DIR=$PWD/_output/bin \
+//	  go test -run '^$' -bench Node -benchtime 1x -tags e2e -timeout 60m ./test/bench/node/
+//
+// Without E2E_BIN_DIR it builds microlet itself. BENCH_BASELINE_BIN_DIR
+// adds another build (the core before a change) as a fourth system. It needs root; the
+// kubelet comes from hack/kube-tools/build.sh (.cache/kube/bin).
+package nodebench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// batchSizes are the numbers of pods started and stopped at once.
+var batchSizes = []int{10, 30}
+
+const (
+	// runs is how many times each batch is timed; the median is reported.
+	// Five, not three: the machine is shared, and a median of five shrugs
+	// off two runs that met a burst of other work.
+	runs = 5
+	// warmUp lets a system finish its start-up work before anything is
+	// measured.
+	warmUp = 5 * time.Second
+	// settle lets the agent finish the work that follows a start or a stop
+	// (status, relists, removal) before the next measurement.
+	settle = 3 * time.Second
+	// usagePods run while memory and idle CPU are read.
+	usagePods = 30
+	// usageIdle passes before memory is read; cpuWindow is how long idle
+	// CPU is measured.
+	usageIdle = 10 * time.Second
+	cpuWindow = 30 * time.Second
+)
+
+// figures are one system's results.
+type figures struct {
+	system string
+	// starts and stops are the times measured, by batch size.
+	starts, stops map[int][]time.Duration
+	// startCPU is the CPU time each start took, by batch size: where the
+	// time beyond the floor goes.
+	startCPU map[int][]cpuUse
+	// agent is false for the floor, which has no memory or CPU figures.
+	agent bool
+	// memory is the agent's processes' summed; perProcess each one's, by
+	// command name.
+	memory     memory
+	perProcess []string
+	millicores float64
+}
+
+// cpuUse is the CPU time the node's containerd and the agent used during
+// one measurement (the containers' shims and runc are not counted).
+type cpuUse struct {
+	runtime, agent time.Duration
+}
+
+func (f *figures) start(size int) time.Duration { return median(f.starts[size]) }
+func (f *figures) stop(size int) time.Duration  { return median(f.stops[size]) }
+
+// contender is a system under measurement.
+type contender struct {
+	sys system
+	*figures
+}
+
+func BenchmarkNode(b *testing.B) {
+	type entrant struct {
+		name  string
+		start func(*testing.B) system
+	}
+	entrants := []entrant{{"floor", startFloor}, {"kubelet", startKubelet}, {"microlet", startMicrolet}}
+	if os.Getenv(envBaselineBin) != "" {
+		entrants = append(entrants, entrant{"baseline", startBaseline})
+	}
+	var contenders []contender
+	for _, c := range entrants {
+		f := &figures{system: c.name, starts: map[int][]time.Duration{}, stops: map[int][]time.Duration{}, startCPU: map[int][]cpuUse{}}
+		contenders = append(contenders, contender{sys: c.start(b), figures: f})
+	}
+	time.Sleep(warmUp)
+	// Runs alternate between the systems, so that whatever else loads the
+	// machine meanwhile weighs on each alike, and each run starts with the
+	// next system, so that none always follows the same one (whose leftover
+	// work, a kubelet's garbage collection say, would weigh on it).
+	for _, size := range batchSizes {
+		for run := range runs {
+			for i := range contenders {
+				contenders[(run+i)%len(contenders)].startStop(b, size, run)
+			}
+		}
+	}
+	for _, c := range contenders {
+		c.usage(b)
+	}
+	all := map[string]*figures{}
+	for _, c := range contenders {
+		all[c.system] = c.figures
+	}
+	report(b, all)
+	printTable(os.Stdout, all)
+}
+
+// startStop times one start and one stop of a batch.
+func (c contender) startStop(b *testing.B, size, run int) {
+	rt := c.sys.devnode().RuntimeClient()
+	pods := newBatch(size, run)
+	before := c.cpu(b)
+	c.starts[size] = append(c.starts[size], timed(b, rt, size, c.sys.starter, pods))
+	after := c.cpu(b)
+	c.startCPU[size] = append(c.startCPU[size], cpuUse{runtime: after.runtime - before.runtime, agent: after.agent - before.agent})
+	time.Sleep(settle)
+	c.stops[size] = append(c.stops[size], timed(b, rt, 0, c.sys.stopper, pods))
+	if err := waitNoPods(context.Background(), rt); err != nil {
+		b.Fatalf("%s: %v", c.system, err)
+	}
+	time.Sleep(settle)
+}
+
+// cpu is the CPU time the node's containerd and the agent have used.
+func (c contender) cpu(b *testing.B) cpuUse {
+	pids, err := c.sys.processes()
+	if err != nil {
+		b.Fatalf("%s: %v", c.system, err)
+	}
+	var use cpuUse
+	if use.runtime, err = cpuTime([]int{c.sys.devnode().PID}); err != nil {
+		b.Fatal(err)
+	}
+	if use.agent, err = cpuTime(pids); err != nil {
+		b.Fatal(err)
+	}
+	return use
+}
+
+// usage reads an agent's memory and idle CPU with usagePods running.
+func (c contender) usage(b *testing.B) {
+	pids, err := c.sys.processes()
+	if err != nil {
+		b.Fatalf("%s: %v", c.system, err)
+	}
+	if len(pids) == 0 {
+		return
+	}
+	c.agent = true
+	rt := c.sys.devnode().RuntimeClient()
+	// Run number runs: the timed batches used 0 to runs-1, and names are
+	// never reused.
+	pods := newBatch(usagePods, runs)
+	timed(b, rt, usagePods, c.sys.starter, pods)
+	time.Sleep(usageIdle)
+	if c.memory, err = readMemory(pids); err != nil {
+		b.Fatal(err)
+	}
+	for _, pid := range pids {
+		m, err := readMemory([]int{pid})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.perProcess = append(c.perProcess, fmt.Sprintf("%s %v", command(pid), m))
+	}
+	if c.millicores, err = idleMillicores(pids, cpuWindow); err != nil {
+		b.Fatal(err)
+	}
+	// A process that restarted during the window was not measured whole.
+	if _, err := c.sys.processes(); err != nil {
+		b.Fatalf("%s: %v", c.system, err)
+	}
+	timed(b, rt, 0, c.sys.stopper, pods)
+	if err := waitNoPods(context.Background(), rt); err != nil {
+		b.Fatalf("%s: %v", c.system, err)
+	}
+}
+
+// timed prepares an action for pods, then times it until want containers
+// run.
+func timed(b *testing.B, rt runtimeapi.RuntimeServiceClient, want int, prepare func([]benchPod) (func() <-chan error, error), pods []benchPod) time.Duration {
+	act, err := prepare(pods)
+	if err != nil {
+		b.Fatal(err)
+	}
+	took, err := timeUntil(context.Background(), rt, want, act)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return took
+}
+
+// report gives every system's figures as benchmark metrics
+// (<system>-<figure>), with the kubelet's and microlet's ratios to the
+// floor and microlet's to the kubelet.
+func report(b *testing.B, all map[string]*figures) {
+	// The metrics are the results; the benchmark's own run time (minutes
+	// of setup and idling) is not a per-op figure.
+	b.ReportMetric(0, "ns/op")
+	floor, kubelet := all["floor"], all["kubelet"]
+	for _, f := range all {
+		metric := func(v float64, unit string) { b.ReportMetric(v, f.system+"-"+unit) }
+		for _, size := range batchSizes {
+			metric(f.start(size).Seconds(), fmt.Sprintf("start-n%d-s", size))
+			metric(f.stop(size).Seconds(), fmt.Sprintf("stop-n%d-s", size))
+			if f != floor {
+				metric(ratio(f.start(size), floor.start(size)), fmt.Sprintf("start-n%d-x-floor", size))
+				metric(ratio(f.stop(size), floor.stop(size)), fmt.Sprintf("stop-n%d-x-floor", size))
+			}
+		}
+		if !f.agent {
+			continue
+		}
+		metric(float64(f.memory.rssKB)/1024, "rss-MB")
+		metric(float64(f.memory.pssKB)/1024, "pss-MB")
+		metric(f.millicores, "idle-mcores")
+		if f != kubelet {
+			metric(float64(f.memory.pssKB)/float64(kubelet.memory.pssKB), "pss-x-kubelet")
+			metric(f.millicores/kubelet.millicores, "idle-cpu-x-kubelet")
+		}
+	}
+}
+
+func ratio(a, b time.Duration) float64 { return a.Seconds() / b.Seconds() }

@@ -1,0 +1,129 @@
+//go:build e2e
+
+package nodebench
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/microlet/microlet/test/testplugins/smaps"
+)
+
+// memory is a set of processes' memory, summed, in KB. anonKB is the
+// anonymous part (heap, stacks); the rest of PSS is mapped files, mostly
+// the executable.
+type memory struct {
+	rssKB, pssKB, anonKB int64
+}
+
+// readMemory sums the resident and proportional set sizes of pids, from
+// /proc/<pid>/smaps_rollup. PSS shares pages mapped by several processes
+// (one binary's text, shared libraries) among them, so the sum over a core
+// and its plugins counts each page once.
+func readMemory(pids []int) (memory, error) {
+	var total memory
+	for _, pid := range pids {
+		rss, pss, err := smaps.Rollup(strconv.Itoa(pid))
+		if err != nil {
+			return memory{}, err
+		}
+		p, err := procfs.NewProc(pid)
+		if err != nil {
+			return memory{}, err
+		}
+		rollup, err := p.ProcSMapsRollup()
+		if err != nil {
+			return memory{}, err
+		}
+		total.rssKB += rss
+		total.pssKB += pss
+		total.anonKB += int64(rollup.Anonymous / 1024)
+	}
+	return total, nil
+}
+
+// cpuTime is the user and system time pids have used, summed.
+func cpuTime(pids []int) (time.Duration, error) {
+	var total time.Duration
+	for _, pid := range pids {
+		p, err := procfs.NewProc(pid)
+		if err != nil {
+			return 0, err
+		}
+		st, err := p.Stat()
+		if err != nil {
+			return 0, err
+		}
+		total += time.Duration(st.CPUTime() * float64(time.Second))
+	}
+	return total, nil
+}
+
+// idleMillicores is the CPU pids use over window, in thousandths of a core.
+func idleMillicores(pids []int, window time.Duration) (float64, error) {
+	before, err := cpuTime(pids)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	time.Sleep(window)
+	after, err := cpuTime(pids)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / float64(time.Since(start)) * 1000, nil
+}
+
+// command is a process's command name (/proc/<pid>/comm), for reports.
+func command(pid int) string {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return strconv.Itoa(pid)
+	}
+	name, err := p.Comm()
+	if err != nil {
+		return strconv.Itoa(pid)
+	}
+	return name
+}
+
+// alive says whether a process exists.
+func alive(pid int) bool {
+	_, err := procfs.NewProc(pid)
+	return err == nil
+}
+
+// children are the processes whose parent is pid.
+func children(pid int) ([]process, error) {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return nil, err
+	}
+	var out []process
+	for _, p := range procs {
+		st, err := p.Stat()
+		if err != nil || st.PPID != pid {
+			continue
+		}
+		out = append(out, process{pid: p.PID, startTime: st.Starttime})
+	}
+	return out, nil
+}
+
+// same says whether the process still runs and is the one recorded, not a
+// later one given its PID.
+func (p process) same() bool {
+	proc, err := procfs.NewProc(p.pid)
+	if err != nil {
+		return false
+	}
+	st, err := proc.Stat()
+	return err == nil && st.Starttime == p.startTime
+}
+
+func (m memory) String() string {
+	return fmt.Sprintf("RSS %.1f MB PSS %.1f MB (anon %.1f MB)", float64(m.rssKB)/1024, float64(m.pssKB)/1024, float64(m.anonKB)/1024)
+}
