@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // State is a container's state as CRI reports it.
@@ -19,6 +20,23 @@ const (
 	StateExited  State = "exited"
 	StateUnknown State = "unknown"
 )
+
+// StateFromCRI is the state of a CRI container state.
+func StateFromCRI(s runtimeapi.ContainerState) State {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return StateCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return StateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return StateExited
+	}
+	return StateUnknown
+}
+
+// MayRun says whether a container in this state may be running: killing a
+// pod must stop one in an unknown state too.
+func (s State) MayRun() bool { return s == StateRunning || s == StateUnknown }
 
 // SandboxState is a pod sandbox's state as CRI reports it.
 type SandboxState string
@@ -155,7 +173,7 @@ func (s *PodStatus) RunningPod() *Pod {
 	}
 	p := &Pod{UID: s.UID, Name: s.Name, Namespace: s.Namespace}
 	for _, c := range s.Containers {
-		if c.State == StateRunning || c.State == StateUnknown {
+		if c.State.MayRun() {
 			p.Containers = append(p.Containers, &Container{
 				ID: c.ID, Name: c.Name, SandboxID: c.SandboxID, State: c.State, CreatedAt: c.CreatedAt, Hash: c.Hash,
 			})

@@ -59,7 +59,7 @@ func (r criRuntime) ListPods(ctx context.Context) ([]*container.Pod, error) {
 	}
 	for _, c := range containers {
 		if p := bySandbox[c.GetPodSandboxId()]; p != nil {
-			p.Containers = append(p.Containers, &container.Container{ID: c.GetId(), Name: c.GetMetadata().GetName(), SandboxID: c.GetPodSandboxId(), State: containerState(c.GetState())})
+			p.Containers = append(p.Containers, &container.Container{ID: c.GetId(), Name: c.GetMetadata().GetName(), SandboxID: c.GetPodSandboxId(), State: container.StateFromCRI(c.GetState())})
 		}
 	}
 	return pods, nil
@@ -85,23 +85,11 @@ func (r criRuntime) GetPodStatus(ctx context.Context, uid types.UID, name, names
 			}
 			s := resp.GetStatus()
 			status.Containers = append(status.Containers, &container.ContainerStatus{
-				ID: c.ID, Name: c.Name, SandboxID: c.SandboxID, State: containerState(s.GetState()), ExitCode: s.GetExitCode(), Reason: s.GetReason(),
+				ID: c.ID, Name: c.Name, SandboxID: c.SandboxID, State: container.StateFromCRI(s.GetState()), ExitCode: s.GetExitCode(), Reason: s.GetReason(),
 			})
 		}
 	}
 	return status, nil
-}
-
-func containerState(s runtimeapi.ContainerState) container.State {
-	switch s {
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return container.StateCreated
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return container.StateRunning
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return container.StateExited
-	}
-	return container.StateUnknown
 }
 
 // unusedGenerator fails the test if PLEG ever takes a status from an event:

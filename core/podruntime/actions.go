@@ -136,7 +136,7 @@ func computePodActions(pod *v1.Pod, status *container.PodStatus, probes ProbeRes
 	// A container the spec does not name (a source may keep a pod's UID
 	// across edits) must not keep running.
 	for _, s := range status.Containers {
-		if (s.State == container.StateRunning || s.State == container.StateUnknown) && containerSpec(pod, s.Name) == nil {
+		if s.State.MayRun() && containerSpec(pod, s.Name) == nil {
 			actions.killContainer(containerToKill{ID: s.ID, Name: s.Name, Reason: killReasonNotInSpec,
 				Message: fmt.Sprintf("Container %s is not in the pod's spec", s.Name)})
 		}

@@ -92,12 +92,11 @@ func (m *Manager) killPod(ctx context.Context, pod *v1.Pod, runtimePod *containe
 	result.add(step)
 }
 
-// liveContainers are the pod's containers that run, or may: a container in
-// an unknown state may still run.
+// liveContainers are the pod's containers that run, or may.
 func liveContainers(runtimePod *container.Pod) []*container.Container {
 	var live []*container.Container
 	for _, c := range runtimePod.Containers {
-		if c.State == container.StateRunning || c.State == container.StateUnknown {
+		if c.State.MayRun() {
 			live = append(live, c)
 		}
 	}

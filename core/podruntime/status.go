@@ -54,7 +54,7 @@ func (m *Manager) ListPods(ctx context.Context) ([]*container.Pod, error) {
 		a, _ := containerFromAnnotations(c.Annotations) // an unparsable hash reads as 0: a changed container
 		p.Containers = append(p.Containers, &container.Container{
 			ID: c.Id, Name: c.GetMetadata().GetName(), SandboxID: c.PodSandboxId,
-			State: containerState(c.State), CreatedAt: time.Unix(0, c.CreatedAt), Hash: a.Hash,
+			State: container.StateFromCRI(c.State), CreatedAt: time.Unix(0, c.CreatedAt), Hash: a.Hash,
 		})
 	}
 	out := make([]*container.Pod, 0, len(pods))
@@ -186,7 +186,7 @@ func (m *Manager) containerStatus(sandboxID string, s *runtimeapi.ContainerStatu
 		ID:           s.Id,
 		Name:         l.ContainerName,
 		SandboxID:    sandboxID,
-		State:        containerState(s.State),
+		State:        container.StateFromCRI(s.State),
 		CreatedAt:    time.Unix(0, s.CreatedAt),
 		Image:        s.GetImage().GetImage(),
 		ImageRef:     s.ImageRef,
@@ -218,18 +218,6 @@ func unixNanoOrZero(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
-}
-
-func containerState(s runtimeapi.ContainerState) container.State {
-	switch s {
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return container.StateCreated
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return container.StateRunning
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return container.StateExited
-	}
-	return container.StateUnknown
 }
 
 func sandboxState(s runtimeapi.PodSandboxState) container.SandboxState {
