@@ -311,7 +311,9 @@ spec:
     image: IMAGE
     imagePullPolicy: Never
     terminationMessagePolicy: FallbackToLogsOnError
-    command: ["sh", "-c", "echo first; echo oops >&2; exit 1"]
+    # stdout and stderr are separate pipes, which the runtime copies into
+    # the log in whatever order it reads them: the pause keeps the order.
+    command: ["sh", "-c", "echo first; sleep 0.2; echo oops >&2; exit 1"]
   - name: custom
     image: IMAGE
     imagePullPolicy: Never
