@@ -71,6 +71,7 @@ func (s state) NodeView() *typesv1.Node {
 		CgroupVersion: int32(p.cgroupTree.Version()),
 		RootDir:       cfg.RootDir,
 		PodLogsDir:    cfg.PodLogsDir,
+		PodsCgroup:    p.cgroups.PodsCgroup(),
 	}
 }
 

@@ -77,6 +77,10 @@ type Manager struct {
 	pods []*v1.Pod
 	// node is the last good node plan; nil until one succeeds.
 	node *nodePlan
+	// podsCgroup is the absolute path of the cgroup every pod lives in, from
+	// the last good node plan; kept while the plugin is down, since the
+	// cgroup stays.
+	podsCgroup string
 	// evictionReserved is the last reservation the eviction strategy gave.
 	evictionReserved *typesv1.ResourceList
 	// noPluginLogged: the absence of a plugin has been logged since it was

@@ -63,6 +63,10 @@ func (m *Manager) syncNode(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	m.node = &nodePlan{allocatable: resp.GetAllocatable()}
+	// Parents first: the first is kubepods.
+	if cgroups := resp.GetCgroups(); len(cgroups) > 0 {
+		m.podsCgroup = m.absolute(cgroups[0].GetCgroup())
+	}
 	m.mu.Unlock()
 	var errs []error
 	for _, cg := range resp.GetCgroups() {
@@ -108,6 +112,15 @@ func (m *Manager) evictionReservation(ctx context.Context) *typesv1.ResourceList
 	}
 	m.evictionReserved = reserved
 	return reserved
+}
+
+// PodsCgroup is the absolute path of the cgroup every pod lives in (the
+// kubelet's "pods" system container), as the cgroup plugin planned it; ""
+// before its first plan.
+func (m *Manager) PodsCgroup() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.podsCgroup
 }
 
 // Allocatable is what pods may request on the node, for node status and

@@ -167,6 +167,15 @@ plugin "probes" "default" {}
 plugin "stats" "default" {}
 plugin "eviction" "kubelet" {}
 plugin "imagegc" "lru" {}
+# Host device nodes as extended resources, where the machine has them.
+plugin "devices" "hostdev" {
+  config {
+    resources = [
+      { name = "microlet.dev/fuse", paths = ["/dev/fuse"] },
+      { name = "microlet.dev/tun", paths = ["/dev/net/tun"] },
+    ]
+  }
+}
 `))
 
 func writeConfig(path string, v configValues) error {

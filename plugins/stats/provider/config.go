@@ -23,8 +23,10 @@ type Config struct {
 	// CgroupFS is where the cgroup hierarchies are mounted.
 	CgroupFS string `json:"cgroupfs"`
 	// PodsCgroup is the cgroup that holds every pod (the "pods" system
-	// container). Empty: "/kubepods" with the cgroupfs driver,
-	// "/kubepods.slice" with systemd's, as the kubelet names it.
+	// container). Empty: the one the core names in its node view (the
+	// cgroup plugin's plan, under cgroup_root), else "/kubepods" with the
+	// cgroupfs driver, "/kubepods.slice" with systemd's, as the kubelet
+	// names it.
 	PodsCgroup string `json:"pods_cgroup"`
 	// MaxAge is how old a summary may be when a request does not ask for
 	// fresh stats; 0 measures on every request. Eviction always asks for

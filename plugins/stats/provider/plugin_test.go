@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -294,5 +295,44 @@ func TestSummaryOnThisHost(t *testing.T) {
 	}
 	if len(pods) != 1 || pods[0].GetMemory().GetWorkingSetBytes() != 2000000 || pods[0].GetCpu().GetUsageCoreNanoSeconds() != 1500000000 {
 		t.Errorf("pods = %v, want web with its container's cpu and memory", pods)
+	}
+}
+
+// The "pods" system container is read from pods_cgroup when configured,
+// else from the cgroup the core names in its node view (the cgroup
+// plugin's kubepods under cgroup_root), else from /kubepods.
+func TestPodsCgroupChoice(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		configured string
+		nodeView   string
+		want       uint64
+	}{
+		{"default", "", "", 3000000},
+		{"from the node view", "", "/node-root/kubepods", 700000},
+		{"configured wins", "/kubepods", "/node-root/kubepods", 3000000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			write(t, filepath.Join(f.cgroups, "node-root/kubepods/memory.current"), "800000\n")
+			write(t, filepath.Join(f.cgroups, "node-root/kubepods/memory.stat"), "inactive_file 100000\nanon 700000\n")
+			write(t, filepath.Join(f.cgroups, "node-root/kubepods/cpu.stat"), "usage_usec 1000000\n")
+			write(t, filepath.Join(f.cgroups, "node-root/kubepods/memory.max"), "max\n")
+			f.host.node.PodsCgroup = tc.nodeView
+			block := f.config()
+			if tc.configured != "" {
+				block["pods_cgroup"] = tc.configured
+			}
+			node, _, err := getSummary(t, serve(t, f, block), &statsv1.GetSummaryRequest{Fresh: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(node.GetSystemContainers()) != 1 {
+				t.Fatalf("system containers %v, want pods", node.GetSystemContainers())
+			}
+			if got := node.GetSystemContainers()[0].GetMemory().GetWorkingSetBytes(); got != tc.want {
+				t.Errorf("pods working set %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -179,6 +179,9 @@ func (s *sampler) nodePressure(root *summary.CgroupSample) {
 func (s *sampler) podsCgroup(node *typesv1.Node) *summary.PodsCgroupSample {
 	path := s.cfg.PodsCgroup
 	if path == "" {
+		path = node.GetPodsCgroup()
+	}
+	if path == "" {
 		path = podsCgroupCgroupfs
 		if node.GetCgroupDriver() == "systemd" {
 			path = podsCgroupSystemd

@@ -741,7 +741,11 @@ type Node struct {
 	// The agent's root directory (default /var/lib/microlet).
 	RootDir string `protobuf:"bytes,8,opt,name=root_dir,json=rootDir,proto3" json:"root_dir,omitempty"`
 	// Where pod logs live (default /var/log/pods).
-	PodLogsDir    string `protobuf:"bytes,9,opt,name=pod_logs_dir,json=podLogsDir,proto3" json:"pod_logs_dir,omitempty"`
+	PodLogsDir string `protobuf:"bytes,9,opt,name=pod_logs_dir,json=podLogsDir,proto3" json:"pod_logs_dir,omitempty"`
+	// The cgroup every pod lives in (the kubelet's "pods" system container),
+	// absolute in the hierarchy, cgroup_root included: "/kubepods" by
+	// default. Empty until the cgroup plugin has planned the node.
+	PodsCgroup    string `protobuf:"bytes,10,opt,name=pods_cgroup,json=podsCgroup,proto3" json:"pods_cgroup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -839,6 +843,13 @@ func (x *Node) GetPodLogsDir() string {
 	return ""
 }
 
+func (x *Node) GetPodsCgroup() string {
+	if x != nil {
+		return x.PodsCgroup
+	}
+	return ""
+}
+
 var File_microlet_types_v1_pod_proto protoreflect.FileDescriptor
 
 const file_microlet_types_v1_pod_proto_rawDesc = "" +
@@ -924,7 +935,7 @@ const file_microlet_types_v1_pod_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12L\n" +
-	"\x14last_transition_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"\xdd\x03\n" +
+	"\x14last_transition_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"\xfe\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12;\n" +
 	"\x06labels\x18\x02 \x03(\v2#.microlet.types.v1.Node.LabelsEntryR\x06labels\x12;\n" +
@@ -937,7 +948,10 @@ const file_microlet_types_v1_pod_proto_rawDesc = "" +
 	"\x0ecgroup_version\x18\a \x01(\x05R\rcgroupVersion\x12\x19\n" +
 	"\broot_dir\x18\b \x01(\tR\arootDir\x12 \n" +
 	"\fpod_logs_dir\x18\t \x01(\tR\n" +
-	"podLogsDir\x1a9\n" +
+	"podLogsDir\x12\x1f\n" +
+	"\vpods_cgroup\x18\n" +
+	" \x01(\tR\n" +
+	"podsCgroup\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B>Z<github.com/microlet/microlet/proto/microlet/types/v1;typesv1b\x06proto3"
