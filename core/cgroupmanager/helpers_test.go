@@ -3,8 +3,6 @@ package cgroupmanager
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"github.com/microlet/microlet/internal/devnode"
 	"os"
@@ -160,20 +158,7 @@ func privateV1Root(t *testing.T) (*machine.Cgroups, string) {
 	if cg.Version() != 1 {
 		t.Skipf("the machine manages cgroups in v%d mode; the v1 test needs v1 or hybrid", cg.Version())
 	}
-	suffix := make([]byte, 4)
-	if _, err := rand.Read(suffix); err != nil {
-		t.Fatal(err)
-	}
-	root := fmt.Sprintf("/microlet-test-%d-%s", os.Getpid(), hex.EncodeToString(suffix))
-	t.Cleanup(func() {
-		if err := devnode.RemoveCgroup(root); err != nil {
-			t.Errorf("clean up %s: %v", root, err)
-		}
-	})
-	if err := devnode.CreateCgroup(root); err != nil {
-		t.Fatal(err)
-	}
-	return cg, root
+	return cg, devnode.CgroupT(t, "microlet-test")
 }
 
 // testPod builds a pod whose containers have the given requests and

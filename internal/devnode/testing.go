@@ -3,8 +3,10 @@ package devnode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -53,3 +55,24 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// CgroupT creates a cgroup root of the test's own, /<prefix>-<pid>-<n>, in
+// every hierarchy, and removes it in t.Cleanup. Call it before StartT:
+// cleanups run last-in first-out, so the root goes after the node's Close
+// has stopped every pod in it.
+func CgroupT(t testing.TB, prefix string) string {
+	t.Helper()
+	root := fmt.Sprintf("/%s-%d-%d", prefix, os.Getpid(), cgroupSeq.Add(1))
+	t.Cleanup(func() {
+		if err := RemoveCgroup(root); err != nil {
+			t.Errorf("removing the cgroup root %s: %v", root, err)
+		}
+	})
+	if err := CreateCgroup(root); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// cgroupSeq tells apart the cgroup roots of one test process.
+var cgroupSeq atomic.Int64

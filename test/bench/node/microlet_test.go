@@ -90,17 +90,7 @@ func startBaseline(b *testing.B) system {
 // runMicrolet starts the core in bin on a node of its own; name tells its
 // cgroups apart from another microlet's.
 func runMicrolet(b *testing.B, name, bin string) system {
-	cgroupRoot := fmt.Sprintf("/microlet-bench-node-%d-%s", os.Getpid(), name)
-	if err := devnode.CreateCgroup(cgroupRoot); err != nil {
-		b.Fatal(err)
-	}
-	// Registered before the node's cleanup, so it runs after the node's
-	// Close has removed the sandboxes and the pods' cgroups are empty.
-	b.Cleanup(func() {
-		if err := devnode.RemoveCgroup(cgroupRoot); err != nil {
-			b.Errorf("microlet: %v", err)
-		}
-	})
+	cgroupRoot := devnode.CgroupT(b, "microlet-bench-node-"+name)
 	n := devnode.StartT(b)
 	root := filepath.Join(n.Dir, "microlet")
 	m := &microlet{

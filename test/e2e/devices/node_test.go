@@ -68,15 +68,7 @@ func startNode(t *testing.T, plugins string) *testNode {
 	if err := os.MkdirAll(n.manifestDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	n.cgroupRoot = "/microlet-e2e-devices-" + e2e.RandomHex(t, 4)
-	if err := devnode.CreateCgroup(n.cgroupRoot); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := devnode.RemoveCgroup(n.cgroupRoot); err != nil {
-			t.Errorf("removing the cgroup root: %v", err)
-		}
-	})
+	n.cgroupRoot = devnode.CgroupT(t, "microlet-e2e-devices")
 	n.dev = devnode.StartT(t)
 	n.cri = n.dev.RuntimeClient()
 	for _, addr := range []*string{&n.healthzAddr, &n.readOnlyAddr} {

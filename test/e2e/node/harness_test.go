@@ -85,15 +85,7 @@ func startNode(t *testing.T, opts nodeOptions) *testNode {
 		}
 	}
 
-	n.cgroupRoot = "/microlet-e2e-" + e2e.RandomHex(t, 4)
-	if err := devnode.CreateCgroup(n.cgroupRoot); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := devnode.RemoveCgroup(n.cgroupRoot); err != nil {
-			t.Errorf("removing the cgroup root: %v", err)
-		}
-	})
+	n.cgroupRoot = devnode.CgroupT(t, "microlet-e2e")
 
 	n.dev = devnode.StartT(t)
 	n.cri = n.dev.RuntimeClient()

@@ -109,15 +109,7 @@ func Start(t testing.TB, opts Options) *Node {
 	n.PodLogsDir = filepath.Join(n.Dir, "pod-logs")
 	n.PushSocket = filepath.Join(n.Dir, "pods.sock")
 
-	n.CgroupRoot = fmt.Sprintf("/microlet-pressure-%d-%d", os.Getpid(), time.Now().UnixNano())
-	if err := devnode.CreateCgroup(n.CgroupRoot); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := devnode.RemoveCgroup(n.CgroupRoot); err != nil {
-			t.Errorf("removing the cgroup root: %v", err)
-		}
-	})
+	n.CgroupRoot = devnode.CgroupT(t, "microlet-pressure")
 	n.Dev = devnode.StartT(t)
 	n.CRI = n.Dev.RuntimeClient()
 	for _, img := range opts.Images {
