@@ -15,11 +15,14 @@ BUF_VERSION                 := v1.50.0
 PROTOC_GEN_GO_VERSION       := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION  := v1.5.1
 
-# Every plugin binary is a main package in a directory named after it.
-PLUGIN_DIRS  := $(sort $(dir $(wildcard plugins/*/cmd/microlet-*/main.go examples/plugins/microlet-*/main.go)))
-PLUGIN_BINS  := $(foreach d,$(PLUGIN_DIRS),$(OUT)/$(notdir $(d:/=)))
+# The built-in plugins are one executable, hard-linked into $(OUT) under
+# each plugin's name (plugins/cmd/microlet-plugins says why). Example
+# plugins are binaries of their own, as a third party's would be.
+BUNDLE       := $(OUT)/microlet-plugins
+EXAMPLE_DIRS := $(sort $(dir $(wildcard examples/plugins/microlet-*/main.go)))
+EXAMPLE_BINS := $(foreach d,$(EXAMPLE_DIRS),$(OUT)/$(notdir $(d:/=)))
 
-.PHONY: all build core plugins test test-unit test-e2e proto proto-lint proto-breaking tools kube-tools bench run clean
+.PHONY: all build core plugins builtin-plugins test test-unit test-e2e proto proto-lint proto-breaking tools kube-tools bench run clean
 
 all: build
 
@@ -29,13 +32,24 @@ core:
 	@mkdir -p $(OUT)
 	$(GOBUILD) -o $(OUT)/microlet ./cmd/microlet
 
-plugins: $(PLUGIN_BINS)
+plugins: builtin-plugins $(EXAMPLE_BINS)
 
-# Plugin binaries are rebuilt every time; go's build cache makes that cheap.
-.PHONY: $(PLUGIN_BINS)
-$(PLUGIN_BINS):
+# Every name is replaced by a rename, never rewritten in place: a node
+# running from $(OUT) sees each plugin change once, whole, and hot-swaps it
+# (or not, if its content is the same).
+builtin-plugins:
 	@mkdir -p $(OUT)
-	$(GOBUILD) -o $@ ./$(filter %/$(notdir $@)/,$(PLUGIN_DIRS))
+	$(GOBUILD) -o $(BUNDLE).new ./plugins/cmd/microlet-plugins
+	mv -f $(BUNDLE).new $(BUNDLE)
+	@for name in $$($(BUNDLE) names); do \
+		ln -f $(BUNDLE) $(OUT)/.$$name.new && mv -f $(OUT)/.$$name.new $(OUT)/$$name || exit 1; \
+	done
+
+# Binaries are rebuilt every time; go's build cache makes that cheap.
+.PHONY: $(EXAMPLE_BINS)
+$(EXAMPLE_BINS):
+	@mkdir -p $(OUT)
+	$(GOBUILD) -o $@ ./$(filter %/$(notdir $@)/,$(EXAMPLE_DIRS))
 
 # --- protos -----------------------------------------------------------------
 

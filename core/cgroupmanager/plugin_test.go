@@ -26,7 +26,7 @@ func TestHostPlugin(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil { // the trust checks want it so
 		t.Fatal(err)
 	}
-	install(t, sdktest.Build(t, "github.com/microlet/microlet/plugins/cgroup/cmd/microlet-cgroup-default"), filepath.Join(dir, "microlet-cgroup-default"))
+	install(t, sdktest.BuildAs(t, "github.com/microlet/microlet/plugins/cmd/microlet-plugins", "microlet-cgroup-default"), filepath.Join(dir, "microlet-cgroup-default"))
 	host, err := pluginhost.New(pluginhost.Options{Dir: dir, SocketDir: filepath.Join(t.TempDir(), "sockets"), Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 // that the plugin host's trust checks accept (0755, the test's user's).
 func installHostdev(t *testing.T) string {
 	t.Helper()
-	built, err := os.ReadFile(sdktest.Build(t, "../../plugins/devices/cmd/microlet-devices-hostdev"))
+	built, err := os.ReadFile(sdktest.BuildAs(t, "github.com/microlet/microlet/plugins/cmd/microlet-plugins", "microlet-devices-hostdev"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // the plugin host's trust checks accept (0755, the test's user's), removed
 // when the test ends.
 func installPlugin(t *testing.T) string {
-	built := sdktest.Build(t, "../../plugins/probes/cmd/microlet-probes-default")
+	built := sdktest.BuildAs(t, "github.com/microlet/microlet/plugins/cmd/microlet-plugins", "microlet-probes-default")
 	dir, err := os.MkdirTemp("", "microlet-probes-plugins-")
 	if err != nil {
 		t.Fatal(err)

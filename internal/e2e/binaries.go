@@ -40,28 +40,27 @@ func Main(m *testing.M, dir *string) int {
 	return m.Run()
 }
 
-// Build builds the daemon, every plugin and the example plugins as the
-// Makefile does (static, stripped, one binary per main package, named
-// after its directory) into dir, and makes dir 0755 so that the plugin
-// host's trust checks accept it.
+// Build builds the daemon, the built-in plugins and the example plugins as
+// the Makefile does (static, stripped; the built-in plugins one executable
+// hard-linked under each plugin's name, the examples one binary each)
+// into dir, and makes dir 0755 so that the plugin host's trust checks
+// accept it.
 func Build(dir string) error {
 	root, err := devnode.RepoRoot()
 	if err != nil {
 		return err
 	}
-	pkgs := []string{"./cmd/microlet"}
-	for _, pattern := range []string{"plugins/*/cmd/microlet-*", "examples/plugins/microlet-*"} {
-		found, err := filepath.Glob(filepath.Join(root, pattern))
+	pkgs := []string{"./cmd/microlet", "./" + builtinPlugins}
+	examples, err := filepath.Glob(filepath.Join(root, "examples/plugins/microlet-*"))
+	if err != nil {
+		return err
+	}
+	for _, p := range examples {
+		rel, err := filepath.Rel(root, p)
 		if err != nil {
 			return err
 		}
-		for _, p := range found {
-			rel, err := filepath.Rel(root, p)
-			if err != nil {
-				return err
-			}
-			pkgs = append(pkgs, "./"+rel)
-		}
+		pkgs = append(pkgs, "./"+rel)
 	}
 	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-ldflags", "-s -w", "-o", dir + "/"}, pkgs...)...)
 	cmd.Dir = root
@@ -69,7 +68,33 @@ func Build(dir string) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building microlet and its plugins: %v\n%s", err, out)
 	}
+	if err := linkBuiltinPlugins(dir); err != nil {
+		return err
+	}
 	return os.Chmod(dir, 0o755)
+}
+
+// builtinPlugins is the main package of the built-in plugins' executable.
+const builtinPlugins = "plugins/cmd/microlet-plugins"
+
+// linkBuiltinPlugins hard-links the built-in plugins' executable in dir
+// under every name it serves, as make does.
+func linkBuiltinPlugins(dir string) error {
+	bundle := filepath.Join(dir, filepath.Base(builtinPlugins))
+	out, err := exec.Command(bundle, "names").Output()
+	if err != nil {
+		return fmt.Errorf("%s names: %w", bundle, err)
+	}
+	names := strings.Fields(string(out))
+	if len(names) == 0 {
+		return fmt.Errorf("%s names listed no plugin", bundle)
+	}
+	for _, name := range names {
+		if err := os.Link(bundle, filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CoreEnv is the environment a test starts the core with: its own without

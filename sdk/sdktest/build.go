@@ -33,6 +33,14 @@ type build struct {
 // later calls get a copy of that build.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
+	return BuildAs(t, pkg, binaryName(pkg))
+}
+
+// BuildAs is Build with the binary named name: for a main package that
+// serves several plugins and picks one by the name it runs under, as
+// microlet's built-in plugins do.
+func BuildAs(t testing.TB, pkg, name string) string {
+	t.Helper()
 	builds.Lock()
 	b, ok := builds.byPackage[pkg]
 	if !ok {
@@ -46,10 +54,10 @@ func Build(t testing.TB, pkg string) string {
 	if b.err != nil {
 		t.Fatalf("sdktest: %v", b.err)
 	}
-	if built != "" {
+	if built != "" && filepath.Base(built) == name {
 		return built
 	}
-	return b.copyTo(t, binaryName(pkg))
+	return b.copyTo(t, name)
 }
 
 func goBuild(t testing.TB, pkg string) (string, *os.File, error) {

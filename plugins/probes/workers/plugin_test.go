@@ -215,7 +215,7 @@ func TestWatchRestatesStandingVerdicts(t *testing.T) {
 func TestBinary(t *testing.T) {
 	t.Parallel()
 	port := target(t)
-	h := sdktest.Subprocess(t, sdktest.Build(t, "../cmd/microlet-probes-default"), sdktest.WithHostService(newFakeHost(map[string][]int32{"c1": {0}})))
+	h := sdktest.Subprocess(t, sdktest.BuildAs(t, "github.com/microlet/microlet/plugins/cmd/microlet-plugins", "microlet-probes-default"), sdktest.WithHostService(newFakeHost(map[string][]int32{"c1": {0}})))
 	if id := h.Identity(); id.GetKind() != sdk.KindProbes || id.GetName() != "default" {
 		t.Fatalf("GetIdentity = %v", id)
 	}

@@ -37,7 +37,9 @@ import (
 )
 
 const (
-	pluginPackage = "github.com/microlet/microlet/plugins/stats/cmd/microlet-stats-default"
+	// pluginPackage serves the stats plugin under its binary name.
+	pluginPackage = "github.com/microlet/microlet/plugins/cmd/microlet-plugins"
+	pluginBinary  = "microlet-stats-default"
 	// minSamples is the fewest GetSummary calls behind each percentile.
 	minSamples = 200
 )
@@ -52,7 +54,7 @@ func BenchmarkSummary(b *testing.B) {
 	}
 	b.Cleanup(func() { client.Close() })
 
-	binary := sdktest.Build(b, pluginPackage)
+	binary := sdktest.BuildAs(b, pluginPackage, pluginBinary)
 	h := sdktest.Subprocess(b, binary, sdktest.WithHostService(hostservice.New(client, nd)), sdktest.WithEnv(transport.EnvLogLevel+"=warn"))
 	if err := h.Configure(map[string]any{"pods_cgroup": nd.podsCgroup()}); err != nil {
 		b.Fatal(err)
