@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/hashicorp/go-hclog"
 )
 
 func TestCNIConfListLoads(t *testing.T) {
@@ -53,8 +54,12 @@ func TestSlotNames(t *testing.T) {
 		if len(s.bridge()) > 15 {
 			t.Errorf("bridge name %q is longer than a link name may be (15)", s.bridge())
 		}
-		if sock := filepath.Join(s.runDir(), "containerd.sock.ttrpc"); len(sock) >= 100 {
+		n := newNode(s, "/tmp/microlet-devnode-1234567890", hclog.NewNullLogger())
+		if sock := n.Socket + ".ttrpc"; len(sock) >= 100 {
 			t.Errorf("socket path %s is %d bytes, want < 100", sock, len(sock))
+		}
+		if other := newNode(s, "/tmp/microlet-devnode-1234567891", hclog.NewNullLogger()); other.Socket == n.Socket {
+			t.Errorf("two nodes on slot %d share the socket path %s", s, n.Socket)
 		}
 	}
 	if got := slot(254).subnet().String(); got != "10.88.254.0/24" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,7 +93,11 @@ func newNode(s slot, dir string, log hclog.Logger) *Node {
 		stateDir:   filepath.Join(s.runDir(), "state"),
 		runcRoot:   filepath.Join(s.runDir(), "runc"),
 	}
-	n.Socket = filepath.Join(n.RunDir, "containerd.sock")
+	// The socket's name is the node's own, not the slot's: an agent left
+	// running by an earlier node on this slot (a scratch run, a killed
+	// test) must find no runtime there rather than this node's, whose pods
+	// it would take for orphans and kill.
+	n.Socket = filepath.Join(n.RunDir, fmt.Sprintf("containerd-%08x.sock", crc32.ChecksumIEEE([]byte(dir))))
 	n.Endpoint = "unix://" + n.Socket
 	return n
 }
