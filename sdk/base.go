@@ -87,7 +87,7 @@ func (s *baseServer[C]) Configure(ctx context.Context, req *basev1.ConfigureRequ
 	}
 	s.configured.Store(true)
 	if s.releaseMemory {
-		go releaseStartupMemory()
+		go releaseMemory(s.logger)
 	}
 	return &basev1.ConfigureResponse{}, nil
 }

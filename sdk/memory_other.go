@@ -2,6 +2,8 @@
 
 package sdk
 
-func limitParallelism()     {}
-func nameProcess()          {}
-func releaseStartupMemory() {}
+import "github.com/hashicorp/go-hclog"
+
+func tuneRuntime()               {}
+func nameProcess()               {}
+func releaseMemory(hclog.Logger) {}

@@ -17,11 +17,13 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/pflag"
 
 	"github.com/microlet/microlet/core/agent"
 	"github.com/microlet/microlet/core/config"
 	"github.com/microlet/microlet/core/logging"
+	"github.com/microlet/microlet/internal/exepages"
 )
 
 // version is set at build time with -ldflags '-X main.version=...'.
@@ -84,9 +86,20 @@ func runCommand(args []string) int {
 		logger.Error("cannot start", "error", err)
 		return 1
 	}
+	go releaseExecutablePages(ctx, logger)
 	if err := a.Run(ctx); err != nil {
 		logger.Error("stopped with an error", "error", err)
 		return 1
 	}
 	return 0
+}
+
+// releaseExecutablePages keeps the core's executable pages down to what
+// it uses between two releases (internal/exepages): of the 53 MB the core
+// held with 30 pods, 32 MB were its executable, nearly all of it mapped
+// once and never used again.
+func releaseExecutablePages(ctx context.Context, logger hclog.Logger) {
+	if err := exepages.ReleaseEvery(ctx, exepages.Interval); err != nil {
+		logger.Warn("stopped releasing the executable's pages", "error", err)
+	}
 }

@@ -5,6 +5,7 @@ package nodebench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -45,7 +46,15 @@ func startKubelet(b *testing.B) system {
 	// the host (an end-to-end test, say).
 	ctx, cancel := context.WithTimeout(context.Background(), kubeletStartTimeout)
 	defer cancel()
-	k, err := devnode.StartKubelet(ctx, n, devnode.KubeletOptions{})
+	tools, err := devnode.KubeToolsDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	binary := filepath.Join(tools, "kubelet")
+	if err := dropFromPageCache(binary); err != nil {
+		b.Fatal(err)
+	}
+	k, err := devnode.StartKubelet(ctx, n, devnode.KubeletOptions{Binary: binary})
 	if err != nil {
 		b.Fatal(err)
 	}

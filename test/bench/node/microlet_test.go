@@ -295,6 +295,11 @@ func microletBinaries(b *testing.B, src string) string {
 	if err := copyBinaries(src, dir, names); err != nil {
 		b.Fatal(err)
 	}
+	for _, name := range names {
+		if err := dropFromPageCache(filepath.Join(dir, name)); err != nil {
+			b.Fatal(err)
+		}
+	}
 	return dir
 }
 
