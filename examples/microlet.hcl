@@ -88,6 +88,12 @@ tls_min_version = ""
 tls_cipher_suites = []
 # Serve exec, attach, port-forward, run, containerLogs, /logs and /runningpods; off, they answer 405. Flag --enable-debugging-handlers.
 enable_debugging_handlers = true
+# Serve Go's profiles on /debug/pprof/ (heap, goroutine, profile, trace, ...) with the debugging handlers; off, it answers 405.
+enable_profiling_handler = true
+# Record every blocking event for /debug/pprof/block (costs time on each contended lock); only with enable_profiling_handler. Flag --contention-profiling.
+enable_contention_profiling = false
+# Serve PUT /debug/flags/v with the debugging handlers: a klog verbosity (0-3 info, 4 debug, 5+ trace) sets the log level until the next reload.
+enable_debug_flags_handler = true
 # Directory /logs/ serves (files and listings; nothing outside it, symlinks included).
 node_log_dir = "/var/log"
 # Kubeconfig reaching the API server, which reviews bearer tokens and authorizes requests. Flag --kubeconfig.

@@ -80,6 +80,16 @@ type Config struct {
 	// EnableDebuggingHandlers serves exec, attach, port-forward, run,
 	// container logs, /logs and /runningpods; off, they answer 405.
 	EnableDebuggingHandlers bool `config:"enable_debugging_handlers"`
+	// EnableProfilingHandler serves Go's profiles on /debug/pprof/ while
+	// the debugging handlers are on; off, it answers 405.
+	EnableProfilingHandler bool `config:"enable_profiling_handler"`
+	// EnableContentionProfiling records every blocking event for
+	// /debug/pprof/block (runtime.SetBlockProfileRate(1)) while the
+	// profiling handler is served; it costs time on every contended lock.
+	EnableContentionProfiling bool `config:"enable_contention_profiling"`
+	// EnableDebugFlagsHandler serves PUT /debug/flags/v, which sets the log
+	// level from a klog verbosity, while the debugging handlers are on.
+	EnableDebugFlagsHandler bool `config:"enable_debug_flags_handler"`
 	// NodeLogDir is the directory /logs/ serves.
 	NodeLogDir string `config:"node_log_dir"`
 	// Kubeconfig reaches the API server for token and access reviews.
@@ -228,6 +238,8 @@ func Defaults() *Config {
 		Port:                     10250,
 		TLSCipherSuites:          []string{},
 		EnableDebuggingHandlers:  true,
+		EnableProfilingHandler:   true,
+		EnableDebugFlagsHandler:  true,
 		NodeLogDir:               "/var/log",
 		Authentication: Authentication{
 			Webhook: WebhookAuthentication{Enabled: true, CacheTTL: 2 * time.Minute},

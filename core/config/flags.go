@@ -21,6 +21,9 @@ type flagSpec struct {
 	// repeatable flags add to what earlier uses gave, as the kubelet's
 	// --manifest-url-header does.
 	repeatable bool
+	// credentials: the value may carry a password or token, hidden by
+	// RedactedArgs.
+	credentials bool
 }
 
 // flagSpecs use the kubelet's flag names where it has the flag.
@@ -28,8 +31,8 @@ var flagSpecs = []flagSpec{
 	{name: "hostname-override", key: "node_name", usage: "If non-empty, use this string as the node name instead of the host name. Lowercased."},
 	{name: "root-dir", key: "root_dir", usage: "Directory for the agent's files (volume mounts, sockets, state)."},
 	{name: "pod-manifest-path", key: "static_pod_path", usage: "Path to the directory (or single file) of static pod manifests. Files whose names start with dots are ignored."},
-	{name: "manifest-url", key: "static_pod_url", usage: "URL to fetch static pod manifests from."},
-	{name: "manifest-url-header", key: "static_pod_url_header", repeatable: true,
+	{name: "manifest-url", key: "static_pod_url", credentials: true, usage: "URL to fetch static pod manifests from."},
+	{name: "manifest-url-header", key: "static_pod_url_header", repeatable: true, credentials: true,
 		usage: "Comma-separated list of HTTP headers to use when accessing --manifest-url. Multiple headers with the same name are added in the same order given, and the flag can be repeated, e.g. --manifest-url-header 'a:hello,b:again,c:world' --manifest-url-header 'b:beautiful'."},
 	{name: "file-check-frequency", key: "file_check_frequency", usage: "Duration between re-reads of --pod-manifest-path."},
 	{name: "http-check-frequency", key: "http_check_frequency", usage: "Duration between fetches of --manifest-url."},
@@ -55,6 +58,7 @@ var flagSpecs = []flagSpec{
 	{name: "tls-min-version", key: "tls_min_version", usage: "Minimum TLS version supported: VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13."},
 	{name: "tls-cipher-suites", key: "tls_cipher_suites", usage: "Comma-separated list of cipher suites for the server, by IANA name. If omitted, the default Go cipher suites are used."},
 	{name: "enable-debugging-handlers", key: "enable_debugging_handlers", usage: "Enables server endpoints for log collection and local running of containers and commands."},
+	{name: "contention-profiling", key: "enable_contention_profiling", usage: "Enable block profiling, if profiling is enabled."},
 	{name: "kubeconfig", key: "kubeconfig", usage: "Path to a kubeconfig file, specifying how to connect to the API server for token and access reviews."},
 	{name: "client-ca-file", key: "authentication.x509.client_ca_file", usage: "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate."},
 	{name: "authentication-token-webhook", key: "authentication.webhook.enabled", usage: "Use the TokenReview API to determine authentication for bearer tokens."},

@@ -42,6 +42,7 @@ func TestRegisterFlags(t *testing.T) {
 		{"tls-min-version", "string", ""},
 		{"tls-cipher-suites", "strings", ""},
 		{"enable-debugging-handlers", "bool", "true"},
+		{"contention-profiling", "bool", ""},
 		{"kubeconfig", "string", ""},
 		{"client-ca-file", "string", ""},
 		{"authentication-token-webhook", "bool", "true"},

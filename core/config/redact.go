@@ -3,6 +3,7 @@ package config
 import (
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -82,3 +83,44 @@ func isSensitive(key string) bool {
 	}
 	return false
 }
+
+// RedactedArgs returns a copy of a command line (os.Args) with the values of
+// the flags that may carry credentials (--manifest-url, --manifest-url-header)
+// hidden whole, in both spellings, --flag=value and --flag value. A command
+// line is shown as text (/debug/pprof/cmdline), where /configz's finer
+// redaction has no structure to work on.
+func RedactedArgs(args []string) []string {
+	out := slices.Clone(args)
+	for i := 1; i < len(out); i++ {
+		arg := out[i]
+		if arg == "--" {
+			break // the rest are arguments, not flags
+		}
+		name, hasValue := strings.CutPrefix(arg, "--")
+		if !hasValue {
+			continue
+		}
+		name, _, inline := strings.Cut(name, "=")
+		if !credentialFlags[name] {
+			continue
+		}
+		if inline {
+			out[i] = "--" + name + "=" + redacted
+		} else if i+1 < len(out) {
+			i++
+			out[i] = redacted
+		}
+	}
+	return out
+}
+
+// credentialFlags are the names of the flags whose values RedactedArgs hides.
+var credentialFlags = func() map[string]bool {
+	names := map[string]bool{}
+	for _, spec := range flagSpecs {
+		if spec.credentials {
+			names[spec.name] = true
+		}
+	}
+	return names
+}()

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -58,5 +59,35 @@ plugin "eviction" "kubelet" {
 	}
 	if _, err := json.Marshal(got); err != nil {
 		t.Errorf("Redacted() does not marshal as JSON: %v", err)
+	}
+}
+
+func TestRedactedArgs(t *testing.T) {
+	tests := []struct {
+		name       string
+		args, want []string
+	}{
+		{"inline values", []string{"microlet", "--manifest-url=https://u:pw@pods.test/", "--manifest-url-header=Authorization:Bearer t", "--max-pods=5"},
+			[]string{"microlet", "--manifest-url=" + redacted, "--manifest-url-header=" + redacted, "--max-pods=5"}},
+		{"separate values", []string{"microlet", "--manifest-url", "https://u:pw@pods.test/", "--manifest-url-header", "X-Token:t", "--port", "0"},
+			[]string{"microlet", "--manifest-url", redacted, "--manifest-url-header", redacted, "--port", "0"}},
+		{"repeated", []string{"microlet", "--manifest-url-header", "a:1", "--manifest-url-header=b:2"},
+			[]string{"microlet", "--manifest-url-header", redacted, "--manifest-url-header=" + redacted}},
+		{"flag last without value", []string{"microlet", "--manifest-url"}, []string{"microlet", "--manifest-url"}},
+		{"after --", []string{"microlet", "--", "--manifest-url=x"}, []string{"microlet", "--", "--manifest-url=x"}},
+		{"other flags and positional arguments", []string{"microlet", "--config", "/etc/microlet.hcl", "--manifest-url-headers=x", "file.hcl"},
+			[]string{"microlet", "--config", "/etc/microlet.hcl", "--manifest-url-headers=x", "file.hcl"}},
+		{"program name only", []string{"microlet"}, []string{"microlet"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := slices.Clone(tt.args)
+			if got := RedactedArgs(tt.args); !slices.Equal(got, tt.want) {
+				t.Errorf("RedactedArgs(%q) = %q, want %q", tt.args, got, tt.want)
+			}
+			if !slices.Equal(tt.args, in) {
+				t.Errorf("RedactedArgs changed its argument to %q", tt.args)
+			}
+		})
 	}
 }

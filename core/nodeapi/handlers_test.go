@@ -116,6 +116,7 @@ func TestConfigz(t *testing.T) {
 	}
 	kc := body.Kubelet
 	if kc["port"] != float64(10250) || kc["syncFrequency"] != "1m0s" || kc["enableDebuggingHandlers"] != true ||
+		kc["enableProfilingHandler"] != true || kc["enableDebugFlagsHandler"] != true ||
 		kc["authorization"].(map[string]any)["mode"] != "AlwaysAllow" || kc["staticPodURL"] != "https://user:xxxxx@pods.example/list" {
 		t.Errorf("kubeletconfig %v", kc)
 	}
@@ -259,9 +260,10 @@ func TestLimits(t *testing.T) {
 	assertResponse(t, httptestRecorder(h, req), 413, "larger than the node API takes")
 }
 
-// httptestRecorder serves req through the secure router.
+// httptestRecorder serves req through the secure router, with the
+// debugging routes the handlers' config turns on.
 func httptestRecorder(h *handlers, req *http.Request) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
-	limitRequests(h.mux(secureEndpoints, true)).ServeHTTP(rec, req)
+	limitRequests(h.mux(secureEndpoints, debuggingOf(h.cfg))).ServeHTTP(rec, req)
 	return rec
 }

@@ -151,13 +151,12 @@ func testHandlers(t *testing.T, pods fakePods, rt *fakeRuntime, edit func(*confi
 	}, hclog.NewNullLogger())
 }
 
-// do serves one request through the secure port's router with debugging
-// handlers on.
+// do serves one request through the secure port's router, with the
+// debugging routes the handlers' config turns on (all but contention
+// profiling by default).
 func (h *handlers) do(t *testing.T, method, target string, body io.Reader) *httptest.ResponseRecorder {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	limitRequests(h.mux(secureEndpoints, true)).ServeHTTP(rec, httptest.NewRequest(method, target, body))
-	return rec
+	return httptestRecorder(h, httptest.NewRequest(method, target, body))
 }
 
 func assertResponse(t *testing.T, rec *httptest.ResponseRecorder, code int, body string) {

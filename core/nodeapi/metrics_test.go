@@ -31,7 +31,7 @@ func TestRequestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	handler := m.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), serverReadWrite)
-	for _, target := range []string{"/pods", "/metrics/cadvisor", "/exec/ns/p/c", "/portForward/ns/p", "/secret-path/x", "/metrics"} {
+	for _, target := range []string{"/pods", "/metrics/cadvisor", "/exec/ns/p/c", "/portForward/ns/p", "/secret-path/x", "/metrics", "/debug/pprof/heap"} {
 		handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", target, nil))
 	}
 	handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("PROPFIND", "/pods", nil))
@@ -43,14 +43,15 @@ kubelet_http_requests_total{long_running="false",method="GET",path="metrics/cadv
 kubelet_http_requests_total{long_running="false",method="GET",path="other",server_type="readwrite"} 1
 kubelet_http_requests_total{long_running="false",method="GET",path="pods",server_type="readwrite"} 1
 kubelet_http_requests_total{long_running="false",method="other",path="pods",server_type="readwrite"} 1
+kubelet_http_requests_total{long_running="true",method="GET",path="debug",server_type="readwrite"} 1
 kubelet_http_requests_total{long_running="true",method="GET",path="exec",server_type="readwrite"} 1
 kubelet_http_requests_total{long_running="true",method="GET",path="portForward",server_type="readwrite"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kubelet_http_requests_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(m.inflight); n != 7 {
-		t.Errorf("%d inflight series, want 7", n)
+	if n := testutil.CollectAndCount(m.inflight); n != 8 {
+		t.Errorf("%d inflight series, want 8", n)
 	}
 }
 

@@ -20,7 +20,7 @@ const (
 var requestPathBuckets = map[string]bool{
 	"healthz": true, "pods": true, "stats": true, "metrics": true, "metrics/cadvisor": true, "metrics/probes": true,
 	"metrics/resource": true, "spec": true, "run": true, "exec": true, "attach": true, "portForward": true,
-	"containerLogs": true, "configz": true, "runningpods": true, "logs": true,
+	"containerLogs": true, "configz": true, "runningpods": true, "logs": true, "debug": true,
 }
 
 // requestMethods are the method label's values; others count as "other".
@@ -28,8 +28,9 @@ var requestMethods = map[string]bool{
 	"OPTIONS": true, "GET": true, "HEAD": true, "POST": true, "PUT": true, "DELETE": true, "TRACE": true, "CONNECT": true,
 }
 
-// longRunning paths hold a stream open.
-var longRunning = map[string]bool{"exec": true, "attach": true, "portForward": true}
+// longRunning paths hold a stream open, or, for debug, may run for
+// minutes (a CPU profile or trace for ?seconds=).
+var longRunning = map[string]bool{"exec": true, "attach": true, "portForward": true, "debug": true}
 
 // requestMetrics are upstream's kubelet_http_* metrics
 // (pkg/kubelet/server/metrics).

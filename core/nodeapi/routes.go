@@ -26,7 +26,10 @@ type route struct {
 	// debugging routes are off, answering 405, without
 	// enable_debugging_handlers and on the read-only port.
 	debugging bool
-	handler   func(h *handlers) http.Handler
+	// group, for some debugging routes, is a key of their own that turns
+	// them off while enable_debugging_handlers is on.
+	group   debugGroup
+	handler func(h *handlers) http.Handler
 }
 
 // routes are every endpoint, upstream's paths and methods.
@@ -58,11 +61,62 @@ var routes = []route{
 	{pattern: "POST /portForward/{namespace}/{pod}/{uid}", subresource: "proxy", create: true, debugging: true, handler: (*handlers).portForward},
 	{pattern: "POST /run/{namespace}/{pod}/{container}", subresource: "proxy", create: true, debugging: true, handler: (*handlers).run},
 	{pattern: "POST /run/{namespace}/{pod}/{uid}/{container}", subresource: "proxy", create: true, debugging: true, handler: (*handlers).run},
+	{pattern: "GET " + pprofPath, subresource: "proxy", debugging: true, group: profilingGroup, handler: (*handlers).profiling},
+	// Every method: upstream answers those other than PUT itself (406).
+	{pattern: debugFlagPath, subresource: "proxy", debugging: true, group: flagsGroup, handler: (*handlers).debugFlags},
 }
 
 // debuggingPrefixes answer 405 while the debugging routes are off, as
-// upstream's InstallDebuggingDisabledHandlers.
-var debuggingPrefixes = []string{"/run/", "/exec/", "/attach/", "/portForward/", "/containerLogs/", "/runningpods/", "/logs/"}
+// upstream's InstallDebuggingDisabledHandlers (which leaves out
+// /debug/flags/v: 404).
+var debuggingPrefixes = []string{"/run/", "/exec/", "/attach/", "/portForward/", "/containerLogs/", "/runningpods/", pprofPath, "/logs/"}
+
+// A debugGroup is debugging routes that a key of their own turns off while
+// enable_debugging_handlers is on, as upstream's enableProfilingHandler
+// and enableDebugFlagsHandler.
+type debugGroup int
+
+const (
+	// ungrouped routes follow enable_debugging_handlers alone.
+	ungrouped debugGroup = iota
+	// profilingGroup follows enable_profiling_handler.
+	profilingGroup
+	// flagsGroup follows enable_debug_flags_handler.
+	flagsGroup
+)
+
+// groupsOff are, for each group, the path that answers 405 with
+// upstream's message while the group's key is off.
+var groupsOff = []struct {
+	group         debugGroup
+	path, message string
+}{
+	{profilingGroup, pprofPath, "profiling endpoint is disabled."},
+	{flagsGroup, debugFlagPath, "flags endpoint is disabled."},
+}
+
+// debugging is which debugging routes a listener serves: the config's
+// keys on the secure port, none on the read-only port.
+type debugging struct {
+	handlers  bool // enable_debugging_handlers
+	profiling bool // enable_profiling_handler
+	flags     bool // enable_debug_flags_handler
+}
+
+func debuggingOf(cfg *config.Config) debugging {
+	return debugging{handlers: cfg.EnableDebuggingHandlers, profiling: cfg.EnableProfilingHandler, flags: cfg.EnableDebugFlagsHandler}
+}
+
+// serves reports whether the debugging routes of g are on.
+func (d debugging) serves(g debugGroup) bool {
+	switch g {
+	case profilingGroup:
+		return d.handlers && d.profiling
+	case flagsGroup:
+		return d.handlers && d.flags
+	}
+	return d.handlers
+}
 
 // Which routes a listener serves.
 type endpointSet int
@@ -74,32 +128,42 @@ const (
 
 // mux routes a listener's endpoints. The read-only port never serves the
 // debugging routes.
-func (h *handlers) mux(set endpointSet, debugging bool) *http.ServeMux {
-	return buildMux(set, debugging, func(r route) http.Handler { return r.handler(h) })
+func (h *handlers) mux(set endpointSet, dbg debugging) *http.ServeMux {
+	return buildMux(set, dbg, func(r route) http.Handler { return r.handler(h) })
 }
 
 // buildMux registers the routes of set with the handlers handlerFor gives.
-func buildMux(set endpointSet, debugging bool, handlerFor func(route) http.Handler) *http.ServeMux {
+func buildMux(set endpointSet, dbg debugging, handlerFor func(route) http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
-	debugging = debugging && set == secureEndpoints
+	if set != secureEndpoints {
+		dbg = debugging{}
+	}
 	for _, r := range routes {
-		if set == readOnlyEndpoints && !r.readOnly || r.debugging && !debugging {
+		if set == readOnlyEndpoints && !r.readOnly || r.debugging && !dbg.serves(r.group) {
 			continue
 		}
 		mux.Handle(r.pattern, handlerFor(r))
 	}
-	if !debugging {
+	if !dbg.handlers {
 		for _, p := range debuggingPrefixes {
-			mux.Handle(p, debuggingDisabled)
+			mux.Handle(p, disabledEndpoint("Debug endpoints are disabled."))
+		}
+		return mux
+	}
+	for _, off := range groupsOff {
+		if !dbg.serves(off.group) {
+			mux.Handle(off.path, disabledEndpoint(off.message))
 		}
 	}
 	return mux
 }
 
-// debuggingDisabled answers the debugging routes while they are off.
-var debuggingDisabled = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, "Debug endpoints are disabled.", http.StatusMethodNotAllowed)
-})
+// disabledEndpoint answers routes that are off, as upstream: 405 with why.
+func disabledEndpoint(message string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, message, http.StatusMethodNotAllowed)
+	})
+}
 
 // handlers serve the endpoints from the node's parts.
 type handlers struct {

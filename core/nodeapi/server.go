@@ -63,7 +63,9 @@ type Options struct {
 	// own request metrics. ProbeMetrics is /metrics/probes.
 	Metrics      *prometheus.Registry
 	ProbeMetrics prometheus.Gatherer
-	Logger       hclog.Logger
+	// Logger shares the agent's level (go-hclog loggers derived from one
+	// do): PUT /debug/flags/v sets it.
+	Logger hclog.Logger
 }
 
 // Server is the node API's listeners.
@@ -106,11 +108,11 @@ func (s *Server) Start() error {
 		if err != nil {
 			return err
 		}
-		handler := s.opts.Auth.Filter(limitRequests(h.mux(secureEndpoints, cfg.EnableDebuggingHandlers)), s.log.Named("auth"))
+		handler := s.opts.Auth.Filter(limitRequests(h.mux(secureEndpoints, debuggingOf(cfg))), s.log.Named("auth"))
 		listeners = append(listeners, listener{"node API", hostPort(cfg.Address, cfg.Port), s.requests.wrap(handler, serverReadWrite), tlsConfig})
 	}
 	if cfg.ReadOnlyPort != 0 {
-		handler := limitRequests(h.mux(readOnlyEndpoints, false))
+		handler := limitRequests(h.mux(readOnlyEndpoints, debugging{}))
 		listeners = append(listeners, listener{"read-only node API", hostPort(cfg.Address, cfg.ReadOnlyPort), s.requests.wrap(handler, serverReadOnly), nil})
 	}
 	if cfg.HealthzPort != 0 {
@@ -155,6 +157,7 @@ func (s *Server) Start() error {
 		}
 		s.log.Info("serving", "listener", l.name, "url", scheme+"://"+l.addr)
 	}
+	startContentionProfiling(cfg)
 	return nil
 }
 

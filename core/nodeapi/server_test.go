@@ -167,6 +167,11 @@ func TestStart(t *testing.T) {
 		{alice, secure + "/pods", 200},
 		{alice, secure + "/configz", 200},
 		{alice, secure + "/metrics", 200},
+		{anonymous, secure + "/debug/pprof/heap", 401},
+		{alice, secure + "/debug/pprof/heap", 200},
+		{http.DefaultClient, readOnly + "/debug/pprof/heap", 405},
+		{http.DefaultClient, readOnly + "/debug/pprof/", 405},
+		{http.DefaultClient, healthz + "/debug/pprof/", 404},
 	} {
 		if code, body := get(tc.client, tc.url); code != tc.code {
 			t.Errorf("GET %s = %d %q, want %d", tc.url, code, body, tc.code)
