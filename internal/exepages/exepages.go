@@ -11,9 +11,13 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Interval is how often a long-running microlet process releases: the
@@ -55,35 +59,58 @@ func ReleaseEvery(ctx context.Context, interval time.Duration) error {
 // /proc/self/maps but are not, and dropping them would bring back the
 // unrelocated bytes from the file.
 func Release() error {
-	exe, err := os.Readlink("/proc/self/exe")
+	ranges, err := executableRanges()
 	if err != nil {
 		return err
+	}
+	for _, r := range ranges {
+		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, r.lo, r.hi-r.lo, syscall.MADV_DONTNEED); errno != 0 {
+			return fmt.Errorf("madvise %x-%x: %w", r.lo, r.hi, errno)
+		}
+	}
+	return nil
+}
+
+// addressRange is one mapping, [lo, hi).
+type addressRange struct{ lo, hi uintptr }
+
+// executableRanges are the read-only mappings of the running executable;
+// none for a position-independent one. They are fixed at exec, so they
+// are read once: a release every 10 s then costs the madvise calls alone.
+// They are found by device and inode, not path, which a file replaced on
+// disk changes to "... (deleted)".
+var executableRanges = sync.OnceValues(func() ([]addressRange, error) {
+	var exe syscall.Stat_t
+	if err := syscall.Stat("/proc/self/exe", &exe); err != nil {
+		return nil, err
 	}
 	if fixed, err := fixedAddress("/proc/self/exe"); err != nil || !fixed {
-		return err
+		return nil, err
 	}
+	// The executable's mappings name its device and inode, whatever its path.
+	dev := fmt.Sprintf("%02x:%02x", unix.Major(exe.Dev), unix.Minor(exe.Dev))
+	ino := strconv.FormatUint(exe.Ino, 10)
 	maps, err := os.Open("/proc/self/maps")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer maps.Close()
+	var ranges []addressRange
 	scanner := bufio.NewScanner(maps)
 	for scanner.Scan() {
 		// address perms offset dev inode path
 		fields := strings.Fields(scanner.Text())
-		if len(fields) < 6 || fields[5] != exe || strings.ContainsRune(fields[1], 'w') {
+		if len(fields) < 6 || fields[3] != dev || fields[4] != ino || strings.ContainsRune(fields[1], 'w') {
 			continue
 		}
-		var lo, hi uintptr
-		if _, err := fmt.Sscanf(fields[0], "%x-%x", &lo, &hi); err != nil {
-			return fmt.Errorf("/proc/self/maps line %q: %w", scanner.Text(), err)
+		var r addressRange
+		if _, err := fmt.Sscanf(fields[0], "%x-%x", &r.lo, &r.hi); err != nil {
+			return nil, fmt.Errorf("/proc/self/maps line %q: %w", scanner.Text(), err)
 		}
-		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, lo, hi-lo, syscall.MADV_DONTNEED); errno != 0 {
-			return fmt.Errorf("madvise %s: %w", fields[0], errno)
-		}
+		ranges = append(ranges, r)
 	}
-	return scanner.Err()
-}
+	return ranges, scanner.Err()
+})
 
 // fixedAddress reports whether the ELF file at path is ET_EXEC.
 func fixedAddress(path string) (bool, error) {
