@@ -60,6 +60,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 		RuntimeEndpoint: cfg.ContainerRuntimeEndpoint,
 		ImageEndpoint:   cfg.ImageServiceEndpoint,
 		RequestTimeout:  cfg.RuntimeRequestTimeout,
+		Metrics:         reg,
 	}, a.log)
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)

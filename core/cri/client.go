@@ -52,6 +52,7 @@ type Client struct {
 	runtime     runtimeapi.RuntimeServiceClient
 	images      runtimeapi.ImageServiceClient
 
+	ops             *operations
 	eventsSupported atomic.Bool
 }
 
@@ -63,12 +64,15 @@ func Connect(ctx context.Context, cfg Config, log hclog.Logger) (*Client, error)
 	cfg = cfg.withDefaults()
 	c := &Client{cfg: cfg, log: log.Named("cri")}
 	var err error
-	if c.runtimeConn, err = dial(cfg.RuntimeEndpoint); err != nil {
+	if c.ops, err = newOperations(cfg.Metrics, c.log); err != nil {
+		return nil, err
+	}
+	if c.runtimeConn, err = dial(cfg.RuntimeEndpoint, c.ops); err != nil {
 		return nil, err
 	}
 	c.imageConn = c.runtimeConn
 	if cfg.ImageEndpoint != cfg.RuntimeEndpoint {
-		if c.imageConn, err = dial(cfg.ImageEndpoint); err != nil {
+		if c.imageConn, err = dial(cfg.ImageEndpoint, c.ops); err != nil {
 			c.runtimeConn.Close()
 			return nil, err
 		}
@@ -88,7 +92,7 @@ func Connect(ctx context.Context, cfg Config, log hclog.Logger) (*Client, error)
 	return c, nil
 }
 
-func dial(endpoint string) (*grpc.ClientConn, error) {
+func dial(endpoint string, ops *operations) (*grpc.ClientConn, error) {
 	target, err := grpcTarget(endpoint)
 	if err != nil {
 		return nil, err
@@ -97,6 +101,8 @@ func dial(endpoint string) (*grpc.ClientConn, error) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(reconnect),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
+		grpc.WithUnaryInterceptor(ops.unary),
+		grpc.WithStreamInterceptor(ops.stream),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("CRI endpoint %q: %w", endpoint, err)

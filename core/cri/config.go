@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults, by the kubelet's names where it has them.
@@ -47,6 +49,8 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// EventsProbeTimeout bounds Connect's check for GetContainerEvents.
 	EventsProbeTimeout time.Duration
+	// Metrics, when set, gets the kubelet_runtime_operations_* metrics.
+	Metrics prometheus.Registerer
 }
 
 func (c Config) withDefaults() Config {

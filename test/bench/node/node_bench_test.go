@@ -76,9 +76,11 @@ type figures struct {
 }
 
 // cpuUse is the CPU time the node's containerd and the agent used during
-// one measurement (the containers' shims and runc are not counted).
+// one measurement, and the whole machine's busy time (shims, runc, CNI
+// plugins and the benchmark's own polling too): on a saturated machine a
+// start takes about machine / cores.
 type cpuUse struct {
-	runtime, agent time.Duration
+	runtime, agent, machine time.Duration
 }
 
 func (f *figures) start(size int) time.Duration { return median(f.starts[size]) }
@@ -134,7 +136,9 @@ func (c contender) startStop(b *testing.B, size, run int) {
 	before := c.cpu(b)
 	c.starts[size] = append(c.starts[size], timed(b, rt, size, c.sys.starter, pods))
 	after := c.cpu(b)
-	c.startCPU[size] = append(c.startCPU[size], cpuUse{runtime: after.runtime - before.runtime, agent: after.agent - before.agent})
+	c.startCPU[size] = append(c.startCPU[size], cpuUse{
+		runtime: after.runtime - before.runtime, agent: after.agent - before.agent, machine: after.machine - before.machine,
+	})
 	time.Sleep(settle)
 	c.stops[size] = append(c.stops[size], timed(b, rt, 0, c.sys.stopper, pods))
 	if err := waitNoPods(context.Background(), rt); err != nil {
@@ -154,6 +158,9 @@ func (c contender) cpu(b *testing.B) cpuUse {
 		b.Fatal(err)
 	}
 	if use.agent, err = cpuTime(pids); err != nil {
+		b.Fatal(err)
+	}
+	if use.machine, err = machineBusy(); err != nil {
 		b.Fatal(err)
 	}
 	return use

@@ -84,8 +84,9 @@ func printTable(out io.Writer, all map[string]*figures) {
 	fmt.Fprintln(out)
 	for _, f := range append([]*figures{floor}, agents...) {
 		for _, size := range batchSizes {
-			fmt.Fprintf(out, "%s, %d pods: start %s; stop %s; CPU per start: containerd %s, agent %s\n", f.system, size,
-				seconds(f.starts[size]), seconds(f.stops[size]), cpuSeconds(f.startCPU[size], runtimeCPU), cpuSeconds(f.startCPU[size], agentCPU))
+			fmt.Fprintf(out, "%s, %d pods: start %s; stop %s; CPU per start: containerd %s, agent %s, machine %s\n", f.system, size,
+				seconds(f.starts[size]), seconds(f.stops[size]), cpuSeconds(f.startCPU[size], runtimeCPU),
+				cpuSeconds(f.startCPU[size], agentCPU), cpuSeconds(f.startCPU[size], machineCPU))
 		}
 		if f.agent {
 			fmt.Fprintf(out, "%s, %d pods: %s\n", f.system, usagePods, strings.Join(f.perProcess, "; "))
@@ -128,6 +129,7 @@ func seconds(samples []time.Duration) string {
 
 func runtimeCPU(u cpuUse) time.Duration { return u.runtime }
 func agentCPU(u cpuUse) time.Duration   { return u.agent }
+func machineCPU(u cpuUse) time.Duration { return u.machine }
 
 // cpuSeconds renders one part of CPU uses, in seconds, with their median.
 func cpuSeconds(uses []cpuUse, part func(cpuUse) time.Duration) string {

@@ -62,6 +62,22 @@ func cpuTime(pids []int) (time.Duration, error) {
 	return total, nil
 }
 
+// machineBusy is the time all CPUs have spent on anything but idling and
+// waiting for I/O since boot.
+func machineBusy() (time.Duration, error) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return 0, err
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		return 0, err
+	}
+	t := st.CPUTotal
+	busy := t.User + t.Nice + t.System + t.IRQ + t.SoftIRQ + t.Steal
+	return time.Duration(busy * float64(time.Second)), nil
+}
+
 // idleMillicores is the CPU pids use over window, in thousandths of a core.
 func idleMillicores(pids []int, window time.Duration) (float64, error) {
 	before, err := cpuTime(pids)

@@ -1,0 +1,103 @@
+package cri
+
+import (
+	"context"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+)
+
+// operations records every CRI call as the kubelet does
+// (kubelet_runtime_operations_total, _duration_seconds, _errors_total, by
+// operation_type) and, at trace level, logs it with its duration: the
+// timeline of a pod's start is then one grep away.
+type operations struct {
+	log      hclog.Logger
+	total    *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// newOperations registers the metrics on reg; a nil reg keeps them
+// unexported.
+func newOperations(reg prometheus.Registerer, log hclog.Logger) (*operations, error) {
+	o := &operations{
+		log: log,
+		total: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "kubelet", Name: "runtime_operations_total",
+			Help: "Cumulative number of runtime operations by operation type.",
+		}, []string{"operation_type"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "kubelet", Name: "runtime_operations_errors_total",
+			Help: "Cumulative number of runtime operation errors by operation type.",
+		}, []string{"operation_type"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "runtime_operations_duration_seconds",
+			Help:    "Duration in seconds of runtime operations. Broken down by operation type.",
+			Buckets: prometheus.ExponentialBuckets(.005, 2.5, 14),
+		}, []string{"operation_type"}),
+	}
+	if reg == nil {
+		return o, nil
+	}
+	for _, c := range []prometheus.Collector{o.total, o.errors, o.duration} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// record counts one call that began at start.
+func (o *operations) record(method string, start time.Time, err error) {
+	took := time.Since(start)
+	op := operationType(method)
+	o.total.WithLabelValues(op).Inc()
+	o.duration.WithLabelValues(op).Observe(took.Seconds())
+	if err != nil {
+		o.errors.WithLabelValues(op).Inc()
+	}
+	if o.log.IsTrace() {
+		o.log.Trace("CRI call", "operation", op, "took", took, "error", err)
+	}
+}
+
+func (o *operations) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	start := time.Now()
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	o.record(method, start, err)
+	return err
+}
+
+// stream records a stream's opening (GetContainerEvents): upstream counts
+// the call, and a stream's lifetime says nothing about the runtime's speed.
+func (o *operations) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	start := time.Now()
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	o.record(method, start, err)
+	return s, err
+}
+
+// upstreamNames are the kubelet's operation types that are not simply the
+// method's name in snake case.
+var upstreamNames = map[string]string{
+	"UpdateContainerResources": "update_container",
+}
+
+var wordStart = regexp.MustCompile(`([a-z0-9])([A-Z])`)
+
+// operationType is the kubelet's operation_type of a CRI method:
+// "/runtime.v1.RuntimeService/RunPodSandbox" is "run_podsandbox".
+func operationType(method string) string {
+	name := path.Base(method)
+	if op, ok := upstreamNames[name]; ok {
+		return op
+	}
+	snake := strings.ToLower(wordStart.ReplaceAllString(name, "${1}_${2}"))
+	return strings.ReplaceAll(snake, "pod_sandbox", "podsandbox")
+}
