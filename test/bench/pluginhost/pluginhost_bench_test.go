@@ -11,6 +11,7 @@ package pluginhostbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/internal/e2e"
@@ -108,11 +110,31 @@ func withGOMAXPROCS(b *testing.B, procs int) {
 
 // BenchmarkCallRoundTrip: GetIdentity through pluginhost.Call over AutoMTLS
 // to a real plugin process, with the caller at 1 P (the core's default) and
-// at 2.
+// at 2, and at 1 P with the caller and the plugin on one CPU.
+//
+// On a VM, a call's two wake-ups (the plugin's, then the caller's) cost
+// what the hypervisor takes to wake an idle vCPU unless the guest polls
+// before halting (cpuidle-haltpoll's guest_halt_poll_ns, which the
+// benchmark logs). On one CPU neither side waits for an idle vCPU, so
+// that run measures the software alone.
 func BenchmarkCallRoundTrip(b *testing.B) {
-	for _, procs := range []int{1, 2} {
-		b.Run(fmt.Sprintf("gomaxprocs=%d", procs), func(b *testing.B) {
-			withGOMAXPROCS(b, procs)
+	if poll, err := os.ReadFile("/sys/module/haltpoll/parameters/guest_halt_poll_ns"); err == nil {
+		// Printed, not logged: a parent benchmark's log is not shown.
+		fmt.Printf("guest_halt_poll_ns: %s\n", strings.TrimSpace(string(poll)))
+	}
+	for _, run := range []struct {
+		procs  int
+		oneCPU bool
+	}{{1, false}, {2, false}, {1, true}} {
+		name := fmt.Sprintf("gomaxprocs=%d", run.procs)
+		if run.oneCPU {
+			name += "/one-cpu"
+		}
+		b.Run(name, func(b *testing.B) {
+			withGOMAXPROCS(b, run.procs)
+			if run.oneCPU {
+				onOneCPU(b)
+			}
 			host, _ := quietHost(b, hclog.Error, pluginhost.Options{})
 			if err := host.Reconcile(context.Background(), []pluginhost.Spec{spec}); err != nil {
 				b.Fatal(err)
@@ -131,6 +153,45 @@ func BenchmarkCallRoundTrip(b *testing.B) {
 			}
 			reportPercentiles(b, collect(b, 5000, call), time.Microsecond, "µs", 50, 99)
 		})
+	}
+}
+
+// onOneCPU pins every thread of the benchmark, and so the plugin processes
+// it starts (they inherit the affinity), to its first allowed CPU until the
+// benchmark ends. Affinity is per thread: new threads inherit it from the
+// thread that makes them, so pinning the existing ones pins the process.
+func onOneCPU(b *testing.B) {
+	var all, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		b.Fatal(err)
+	}
+	for cpu := range 1024 {
+		if all.IsSet(cpu) {
+			one.Set(cpu)
+			break
+		}
+	}
+	pinThreads(b, &one)
+	b.Cleanup(func() { pinThreads(b, &all) })
+}
+
+func pinThreads(b *testing.B, set *unix.CPUSet) {
+	// Twice: a thread made during the first pass by a thread not yet
+	// pinned is caught by the second.
+	for range 2 {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil {
+				continue
+			}
+			if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
+				b.Fatalf("pin thread %d: %v", tid, err)
+			}
+		}
 	}
 }
 
