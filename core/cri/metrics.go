@@ -10,17 +10,21 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // operations records every CRI call as the kubelet does
 // (kubelet_runtime_operations_total, _duration_seconds, _errors_total, by
-// operation_type) and, at trace level, logs it with its duration: the
+// operation_type; RunPodSandbox also in kubelet_run_podsandbox_*, by
+// runtime_handler) and, at trace level, logs it with its duration: the
 // timeline of a pod's start is then one grep away.
 type operations struct {
-	log      hclog.Logger
-	total    *prometheus.CounterVec
-	errors   *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	log             hclog.Logger
+	total           *prometheus.CounterVec
+	errors          *prometheus.CounterVec
+	duration        *prometheus.HistogramVec
+	sandboxDuration *prometheus.HistogramVec
+	sandboxErrors   *prometheus.CounterVec
 }
 
 // newOperations registers the metrics on reg; a nil reg keeps them
@@ -41,11 +45,20 @@ func newOperations(reg prometheus.Registerer, log hclog.Logger) (*operations, er
 			Help:    "Duration in seconds of runtime operations. Broken down by operation type.",
 			Buckets: prometheus.ExponentialBuckets(.005, 2.5, 14),
 		}, []string{"operation_type"}),
+		sandboxDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "run_podsandbox_duration_seconds",
+			Help:    "Duration in seconds of the run_podsandbox operations. Broken down by RuntimeClass.Handler.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"runtime_handler"}),
+		sandboxErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "kubelet", Name: "run_podsandbox_errors_total",
+			Help: "Cumulative number of the run_podsandbox operation errors by RuntimeClass.Handler.",
+		}, []string{"runtime_handler"}),
 	}
 	if reg == nil {
 		return o, nil
 	}
-	for _, c := range []prometheus.Collector{o.total, o.errors, o.duration} {
+	for _, c := range []prometheus.Collector{o.total, o.errors, o.duration, o.sandboxDuration, o.sandboxErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -71,6 +84,12 @@ func (o *operations) unary(ctx context.Context, method string, req, reply any, c
 	start := time.Now()
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	o.record(method, start, err)
+	if run, ok := req.(*runtimeapi.RunPodSandboxRequest); ok {
+		o.sandboxDuration.WithLabelValues(run.GetRuntimeHandler()).Observe(time.Since(start).Seconds())
+		if err != nil {
+			o.sandboxErrors.WithLabelValues(run.GetRuntimeHandler()).Inc()
+		}
+	}
 	return err
 }
 

@@ -59,4 +59,11 @@ kubelet_runtime_operations_errors_total{operation_type="stop_podsandbox"} 1
 	if got := testutil.CollectAndCount(reg, "kubelet_runtime_operations_duration_seconds"); got != 5 {
 		t.Errorf("%d duration series; want one per operation type (5)", got)
 	}
+	// The default handler is "", as upstream labels it.
+	if got := testutil.CollectAndCount(reg, "kubelet_run_podsandbox_duration_seconds"); got != 1 {
+		t.Errorf("%d run_podsandbox duration series; want 1", got)
+	}
+	if got := testutil.CollectAndCount(reg, "kubelet_run_podsandbox_errors_total"); got != 0 {
+		t.Errorf("%d run_podsandbox error series after a successful run; want 0", got)
+	}
 }
