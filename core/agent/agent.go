@@ -62,8 +62,14 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("plugin host: %w", err)
 	}
 	a.plugins = host
-	// As the kubelet's /metrics: the Go runtime's and the process's own.
-	a.metrics.MustRegister(pluginMetrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// As the kubelet's /metrics: its node name (dashboards count nodes by
+	// it), the Go runtime's and the process's own.
+	nodeName := prometheus.NewGauge(prometheus.GaugeOpts{
+		Subsystem: "kubelet", Name: "node_name", Help: "The node's name. The count is always 1.",
+		ConstLabels: prometheus.Labels{"node": cfg.NodeName},
+	})
+	nodeName.Set(1)
+	a.metrics.MustRegister(pluginMetrics, nodeName, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.checks = &pluginChecks{healthz: a.healthz, host: host}
 	return a, nil
 }

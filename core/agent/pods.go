@@ -75,7 +75,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 	}
 	p := &pods{cri: client, poller: cri.NewStatusPoller(client, cri.DefaultStatusPollInterval), cache: podcache.New()}
 	p.health = newNodeHealth(p.poller, cfg.CNIConfDir, cfg.CNIBinDirs)
-	if err := a.newNodeResources(p); err != nil {
+	if err := a.newNodeResources(p, reg); err != nil {
 		return nil, err
 	}
 	if p.devices, err = devicemanager.New(devicemanager.Options{
@@ -167,7 +167,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 
 // newNodeResources reads the machine and builds the cgroup manager, which
 // plans pods' resources through the cgroup plugin and applies them.
-func (a *Agent) newNodeResources(p *pods) error {
+func (a *Agent) newNodeResources(p *pods, reg prometheus.Registerer) error {
 	cfg := a.cfg
 	var err error
 	if p.capacity, err = machine.ReadCapacity(machine.Options{RootDir: cfg.RootDir, MaxPods: cfg.MaxPods}); err != nil {
@@ -185,6 +185,7 @@ func (a *Agent) newNodeResources(p *pods) error {
 		CgroupRoot:          cfg.CgroupRoot,
 		CgroupDriver:        cfg.CgroupDriver,
 		EvictionReservation: p.evictionReservation,
+		Registerer:          reg,
 		Logger:              a.log.Named("cgroups"),
 	})
 	return err

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/microlet/microlet/internal/devnode"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/microlet/microlet/core/machine"
 	"github.com/microlet/microlet/core/pluginhost"
+	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/plugins/cgroup/planner"
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 	"github.com/microlet/microlet/sdk"

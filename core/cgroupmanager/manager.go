@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -57,7 +58,9 @@ type Options struct {
 	SingleProcessOOMKill bool
 	// ReapplyInterval; 0 is DefaultReapplyInterval.
 	ReapplyInterval time.Duration
-	Logger          hclog.Logger
+	// Registerer, when set, gets kubelet_cgroup_manager_duration_seconds.
+	Registerer prometheus.Registerer
+	Logger     hclog.Logger
 }
 
 // Manager applies the cgroup plugin's plans. It is safe for concurrent use.
@@ -110,6 +113,11 @@ func New(opts Options) (*Manager, error) {
 	t, err := newTree(opts.Cgroups)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Registerer != nil {
+		if t, err = newTimedTree(t, opts.Registerer); err != nil {
+			return nil, err
+		}
 	}
 	if !t.exists(root) {
 		return nil, fmt.Errorf("cgroup_root %q does not exist in every cgroup hierarchy (cgroup %s); create it first", root, opts.Cgroups.Mode)
