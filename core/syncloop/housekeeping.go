@@ -10,6 +10,7 @@ import (
 
 	"github.com/microlet/microlet/core/container"
 	"github.com/microlet/microlet/core/podworkers"
+	"github.com/microlet/microlet/core/status"
 )
 
 // housekeeping is upstream's HandlePodCleanups: it reconciles the workers
@@ -36,6 +37,7 @@ func (l *Loop) housekeeping(ctx context.Context) {
 		l.admitAndStart(ctx, pod)
 	}
 	admitted := l.admittedPods("")
+	l.counts.recordPods(l.desired.all(), l.ActivePods())
 	// Every desired pod, finished ones included: a worker that finished a
 	// pod its source still holds is kept, so that the pod stays known
 	// terminated (not active, not admitted again).
@@ -49,9 +51,12 @@ func (l *Loop) housekeeping(ctx context.Context) {
 			continue
 		}
 		l.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.Create, Pod: pod, StartTime: time.Now()})
+		known[pod.UID] = podworkers.PodWorkerSync{State: podworkers.SyncPod, HasConfig: true, Static: status.IsStaticPod(pod)}
+		l.counts.restartedPod(pod)
 	}
 
 	l.stopOrphans(ctx, known)
+	l.counts.recordWorkers(known)
 	l.reportActivePods(ctx)
 
 	keep := map[types.UID]bool{}
@@ -88,6 +93,11 @@ func (l *Loop) stopOrphans(ctx context.Context, known map[types.UID]podworkers.P
 			continue // dead leftovers are for container GC
 		}
 		l.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.Kill, RunningPod: rp, StartTime: time.Now()})
+		if _, ok := known[rp.UID]; !ok {
+			// The workers drive it from now on.
+			known[rp.UID] = podworkers.PodWorkerSync{State: podworkers.TerminatingPod, Orphan: true}
+			l.counts.orphaned.Inc()
+		}
 	}
 }
 

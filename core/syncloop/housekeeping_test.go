@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/microlet/microlet/core/podconfig"
@@ -86,5 +87,40 @@ func TestFinishedPodsStayInactive(t *testing.T) {
 	}
 	if got := h.activeNames(); !slices.Equal(got, []string{"next"}) {
 		t.Errorf("active pods %v, want [next]", got)
+	}
+}
+
+// Housekeeping keeps upstream's pod accounting: a desired pod that runs and
+// an orphan found on the runtime.
+func TestHousekeepingCountsPods(t *testing.T) {
+	h := newHarness(t, 0)
+	pod := h.newPod("web", v1.RestartPolicyAlways)
+	h.runtime.run("orphan-uid", "orphan", "app")
+	h.send(podconfig.OpAdd, pod)
+	h.waitSynced(pod)
+	h.loop.housekeeping(h.ctx)
+
+	c := h.loop.counts
+	for name, tt := range map[string]struct {
+		got  float64
+		want float64
+	}{
+		"desired static":                       {testutil.ToFloat64(c.desired.WithLabelValues("true")), 1},
+		"desired from an API server":           {testutil.ToFloat64(c.desired.WithLabelValues("")), 0},
+		"active static":                        {testutil.ToFloat64(c.active.WithLabelValues("true")), 1},
+		"orphans found":                        {testutil.ToFloat64(c.orphaned), 1},
+		"working: syncing, desired, static":    {testutil.ToFloat64(c.working.WithLabelValues("sync", "desired", "true")), 1},
+		"working: terminating, runtime only":   {testutil.ToFloat64(c.working.WithLabelValues("terminating", "runtime_only", "unknown")), 1},
+		"working: terminated, desired, static": {testutil.ToFloat64(c.working.WithLabelValues("terminated", "desired", "true")), 0},
+		"restarted static pods":                {testutil.ToFloat64(c.restarted.WithLabelValues("true")), 0},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s: %v; want %v", name, tt.got, tt.want)
+		}
+	}
+	// The orphan is not counted again while its worker drives it.
+	h.loop.housekeeping(h.ctx)
+	if got := testutil.ToFloat64(c.orphaned); got != 1 {
+		t.Errorf("orphans found after a second housekeeping: %v; want 1", got)
 	}
 }

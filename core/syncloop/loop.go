@@ -107,6 +107,7 @@ type Releaser interface {
 type Loop struct {
 	opts    Options
 	log     hclog.Logger
+	counts  *podCounts
 	desired *desiredPods
 	workers *podworkers.PodWorkers
 	queue   *podworkers.WorkQueue
@@ -154,6 +155,9 @@ func New(opts Options) (*Loop, error) {
 		return nil, err
 	}
 	l.workers = workers
+	if l.counts, err = newPodCounts(opts.Registerer); err != nil {
+		return nil, err
+	}
 	l.opts.Admitters = append([]Admitter{maxPodsAdmitter{max: opts.MaxPods}}, opts.Admitters...)
 	return l, nil
 }

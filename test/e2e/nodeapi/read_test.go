@@ -61,6 +61,7 @@ func TestReadEndpoints(t *testing.T) {
 			"kubelet_pod_start_duration_seconds_count 1", "kubelet_pleg_relist_duration_seconds_bucket",
 			`kubelet_runtime_operations_total{operation_type="run_podsandbox"} 1`, `kubelet_node_name{node="` + nodeName + `"} 1`,
 			`kubelet_cgroup_manager_duration_seconds_count{operation_type="create"}`,
+			`kubelet_working_pods{config="desired",lifecycle="sync",static="true"} 1`, `kubelet_desired_pods{static="true"} 1`,
 			`microlet_plugin_up{kind="stats",name="default"} 1`, `microlet_plugin_restarts_total{kind="cgroup",name="default"} 0`,
 			`microlet_plugin_swaps_total{kind="eviction",name="kubelet"} 0`,
 			`microlet_plugin_call_duration_seconds_bucket{kind="stats",method="/microlet.stats.v1.StatsService/GetSummary",name="default"`,
