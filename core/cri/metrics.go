@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/internal/promreg"
 )
 
 // operations records every CRI call as the kubelet does
@@ -55,13 +57,8 @@ func newOperations(reg prometheus.Registerer, log hclog.Logger) (*operations, er
 			Help: "Cumulative number of the run_podsandbox operation errors by RuntimeClass.Handler.",
 		}, []string{"runtime_handler"}),
 	}
-	if reg == nil {
-		return o, nil
-	}
-	for _, c := range []prometheus.Collector{o.total, o.errors, o.duration, o.sandboxDuration, o.sandboxErrors} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := promreg.Register(reg, o.total, o.errors, o.duration, o.sandboxDuration, o.sandboxErrors); err != nil {
+		return nil, err
 	}
 	return o, nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/microlet/microlet/internal/promreg"
 )
 
 // metrics are the manager's Prometheus metrics.
@@ -27,13 +29,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:      "Eviction cycles run, by the strategy that decided (the eviction plugin's name, or builtin) and what started the cycle (periodic, memory_notification).",
 		}, []string{"strategy", "trigger"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.evictions, m.cycles} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("eviction metrics: %w", err)
-		}
+	if err := promreg.Register(reg, m.evictions, m.cycles); err != nil {
+		return nil, fmt.Errorf("eviction metrics: %w", err)
 	}
 	return m, nil
 }

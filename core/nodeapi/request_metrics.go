@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/microlet/microlet/internal/promreg"
 )
 
 // Server types, upstream's server_type label.
@@ -56,10 +58,8 @@ func newRequestMetrics(reg prometheus.Registerer) (*requestMetrics, error) {
 			Help: "[ALPHA] Number of the inflight http requests",
 		}, labels),
 	}
-	for _, c := range []prometheus.Collector{m.total, m.duration, m.inflight} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := promreg.Register(reg, m.total, m.duration, m.inflight); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/microlet/microlet/core/container"
+	"github.com/microlet/microlet/internal/promreg"
 )
 
 // metrics are upstream's PLEG metrics (pkg/kubelet/metrics/metrics.go),
@@ -68,14 +69,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Number of containers currently running",
 		}, []string{"container_state"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.relistDuration, m.relistInterval, m.lastSeen, m.discardEvents,
-		m.eventedConnErr, m.eventedConn, m.eventedLatency, m.runningPods, m.runningContainers} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("pleg: registering metrics: %w", err)
-		}
+	if err := promreg.Register(reg, m.relistDuration, m.relistInterval, m.lastSeen, m.discardEvents,
+		m.eventedConnErr, m.eventedConn, m.eventedLatency, m.runningPods, m.runningContainers); err != nil {
+		return nil, fmt.Errorf("pleg: registering metrics: %w", err)
 	}
 	return m, nil
 }

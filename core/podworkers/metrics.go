@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
+
+	"github.com/microlet/microlet/internal/promreg"
 )
 
 // metrics are upstream's pod worker metrics, by their names and buckets.
@@ -27,13 +29,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(1, 2, 5),
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.workDuration, m.containersPerPod} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("podworkers: registering metrics: %w", err)
-		}
+	if err := promreg.Register(reg, m.workDuration, m.containersPerPod); err != nil {
+		return nil, fmt.Errorf("podworkers: registering metrics: %w", err)
 	}
 	return m, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/microlet/microlet/internal/promreg"
 	probesv1 "github.com/microlet/microlet/proto/microlet/probes/v1"
 )
 
@@ -37,13 +38,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.DefBuckets,
 		}, []string{"probe_type", "container", "pod", "namespace"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.total, m.duration} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("prober: registering metrics: %w", err)
-		}
+	if err := promreg.Register(reg, m.total, m.duration); err != nil {
+		return nil, fmt.Errorf("prober: registering metrics: %w", err)
 	}
 	return m, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/microlet/microlet/core/podworkers"
 	"github.com/microlet/microlet/core/status"
+	"github.com/microlet/microlet/internal/promreg"
 )
 
 // podCounts is the kubelet's accounting of pods, recorded at every
@@ -50,13 +51,8 @@ func newPodCounts(reg prometheus.Registerer) (*podCounts, error) {
 	for _, static := range []string{"", "true"} {
 		m.restarted.WithLabelValues(static)
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.desired, m.active, m.working, m.restarted, m.orphaned} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := promreg.Register(reg, m.desired, m.active, m.working, m.restarted, m.orphaned); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
