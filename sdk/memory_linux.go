@@ -11,14 +11,13 @@ import (
 	"github.com/microlet/microlet/internal/exepages"
 )
 
-// tuneRuntime gives the plugin one P unless GOMAXPROCS says otherwise. A
-// plugin's work is small and bursty; with one P, gRPC's hand-offs between
+// limitParallelism gives the plugin one P unless GOMAXPROCS says otherwise.
+// A plugin's work is small and bursty; with one P, gRPC's hand-offs between
 // its reader, handler and writer goroutines stay on one thread instead of
 // waking another, which cuts a call's round trip several-fold and keeps
-// per-P caches out of memory. (GOGC stays Go's default: at 25 the stats
-// plugin held 2 MB less at 30 pods, but a call's round trip went from
-// 52-83 µs to 128-182 µs at p50, collections being that much more often.)
-func tuneRuntime() {
+// per-P caches out of memory. GOGC stays Go's default (docs/performance.md
+// has what a lower one cost).
+func limitParallelism() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}

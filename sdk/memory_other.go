@@ -4,6 +4,6 @@ package sdk
 
 import "github.com/hashicorp/go-hclog"
 
-func tuneRuntime()               {}
+func limitParallelism()          {}
 func nameProcess()               {}
 func releaseMemory(hclog.Logger) {}

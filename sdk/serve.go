@@ -46,7 +46,7 @@ type Plugin[C any] interface {
 // type a block cannot decode into) logs why and exits 1 before the
 // handshake, so the core reports it at launch.
 func Serve[C any](info Info, p Plugin[C]) {
-	tuneRuntime()
+	limitParallelism()
 	nameProcess()
 	logger := Log()
 	gp, err := newGRPCPlugin(info, p, logger, true)

@@ -66,7 +66,10 @@ func newOperations(reg prometheus.Registerer, log hclog.Logger) (*operations, er
 // record counts one call that began at start.
 func (o *operations) record(method string, start time.Time, err error) {
 	took := time.Since(start)
-	op := operationType(method)
+	op, ok := operationTypes[method]
+	if !ok {
+		op = operationType(method)
+	}
 	o.total.WithLabelValues(op).Inc()
 	o.duration.WithLabelValues(op).Observe(took.Seconds())
 	if err != nil {
@@ -98,6 +101,27 @@ func (o *operations) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc
 	o.record(method, start, err)
 	return s, err
 }
+
+// operationTypes are the operation types of every method of the CRI's two
+// services, by full method name, worked out once: a call only looks its
+// type up.
+var operationTypes = func() map[string]string {
+	types := map[string]string{}
+	for _, service := range []grpc.ServiceDesc{runtimeapi.RuntimeService_ServiceDesc, runtimeapi.ImageService_ServiceDesc} {
+		names := make([]string, 0, len(service.Methods)+len(service.Streams))
+		for _, m := range service.Methods {
+			names = append(names, m.MethodName)
+		}
+		for _, st := range service.Streams {
+			names = append(names, st.StreamName)
+		}
+		for _, name := range names {
+			method := "/" + service.ServiceName + "/" + name
+			types[method] = operationType(method)
+		}
+	}
+	return types
+}()
 
 // upstreamNames are the kubelet's operation types that are not simply the
 // method's name in snake case.

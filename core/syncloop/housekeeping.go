@@ -36,12 +36,13 @@ func (l *Loop) housekeeping(ctx context.Context) {
 	for _, pod := range l.pending.all() {
 		l.admitAndStart(ctx, pod)
 	}
+	desired := l.desired.all() // the loop's own: it cannot change meanwhile
 	admitted := l.admittedPods("")
-	l.counts.recordPods(l.desired.all(), l.ActivePods())
+	l.counts.recordPods(desired, l.activeOf(admitted))
 	// Every desired pod, finished ones included: a worker that finished a
 	// pod its source still holds is kept, so that the pod stays known
 	// terminated (not active, not admitted again).
-	known := l.workers.SyncKnownPods(l.desired.all())
+	known := l.workers.SyncKnownPods(desired)
 
 	// A desired pod the workers do not know was waiting for a predecessor
 	// of the same name to finish, or the workers forgot it after it
@@ -60,7 +61,7 @@ func (l *Loop) housekeeping(ctx context.Context) {
 	l.reportActivePods(ctx)
 
 	keep := map[types.UID]bool{}
-	for _, pod := range l.desired.all() {
+	for _, pod := range desired {
 		keep[pod.UID] = true
 	}
 	for uid := range known {

@@ -321,9 +321,12 @@ func (l *Loop) KillPod(pod *v1.Pod, evict bool, gracePeriod *int64, statusFn pod
 }
 
 // ActivePods are the admitted pods whose workers have not finished them.
-func (l *Loop) ActivePods() []*v1.Pod {
+func (l *Loop) ActivePods() []*v1.Pod { return l.activeOf(l.admittedPods("")) }
+
+// activeOf are the pods of admitted whose termination was not requested.
+func (l *Loop) activeOf(admitted []*v1.Pod) []*v1.Pod {
 	var out []*v1.Pod
-	for _, p := range l.admittedPods("") {
+	for _, p := range admitted {
 		if !l.workers.IsPodTerminationRequested(p.UID) {
 			out = append(out, p)
 		}
