@@ -15,11 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/microlet/microlet/core/config"
-	"github.com/microlet/microlet/core/hostservice"
 	"github.com/microlet/microlet/core/logging"
 	"github.com/microlet/microlet/core/nodeapi"
+	"github.com/microlet/microlet/core/nodeapi/healthz"
 	"github.com/microlet/microlet/core/pluginhost"
-	"github.com/microlet/microlet/core/server"
+	"github.com/microlet/microlet/core/pluginhost/hostservice"
 )
 
 // Options say how the agent was configured, so it can load its config again.
@@ -37,7 +37,7 @@ type Agent struct {
 	cfg *config.Config
 
 	plugins *pluginhost.Host
-	healthz *server.Healthz
+	healthz *healthz.Healthz
 	checks  *pluginChecks
 	// metrics holds every component's metrics (/metrics); probeMetrics the
 	// prober's, served apart on /metrics/probes as upstream.
@@ -51,7 +51,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	if err := os.MkdirAll(cfg.RootDir, 0o750); err != nil {
 		return nil, fmt.Errorf("root dir: %w", err)
 	}
-	a := &Agent{opts: opts, log: opts.Logger, cfg: cfg, healthz: server.NewHealthz(),
+	a := &Agent{opts: opts, log: opts.Logger, cfg: cfg, healthz: healthz.NewHealthz(),
 		metrics: prometheus.NewRegistry(), probeMetrics: prometheus.NewRegistry()}
 	// The plugin metrics read the host's slots, which exist once it does.
 	pluginMetrics := nodeapi.NewPluginMetrics(func() []pluginhost.Status { return a.plugins.Status() })

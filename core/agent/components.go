@@ -7,10 +7,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/microlet/microlet/core/cgroupmanager"
+	"github.com/microlet/microlet/core/kinds/cgroup"
+	"github.com/microlet/microlet/core/kinds/probes"
 	"github.com/microlet/microlet/core/pluginhost"
-	"github.com/microlet/microlet/core/prober"
-	"github.com/microlet/microlet/core/syncloop"
+	"github.com/microlet/microlet/core/pods/syncloop"
 )
 
 // The adapters here connect the core's components to each other without
@@ -42,7 +42,7 @@ func (a *Agent) configured(kind string) bool {
 }
 
 // cgroupAdmitter admits pods by the cgroup plugin's resource fit.
-type cgroupAdmitter struct{ m *cgroupmanager.Manager }
+type cgroupAdmitter struct{ m *cgroup.Manager }
 
 func (c cgroupAdmitter) Name() string { return "cgroup" }
 
@@ -56,7 +56,7 @@ func (c cgroupAdmitter) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.P
 }
 
 // cgroupReleaser removes a terminated pod's cgroup.
-type cgroupReleaser struct{ m *cgroupmanager.Manager }
+type cgroupReleaser struct{ m *cgroup.Manager }
 
 func (c cgroupReleaser) Name() string { return "cgroup" }
 
@@ -67,7 +67,7 @@ func (c cgroupReleaser) Release(_ context.Context, pod *v1.Pod) error {
 // probeVerdicts gives the status generator the prober's readiness or
 // startup verdicts by container ID.
 type probeVerdicts struct {
-	m       *prober.Manager
+	m       *probes.Manager
 	startup bool
 }
 
@@ -79,7 +79,7 @@ func (p probeVerdicts) Result(containerID string) (bool, bool) {
 }
 
 // probeUpdates turns the prober's verdict changes into the pods to sync.
-func probeUpdates(ctx context.Context, m *prober.Manager) <-chan types.UID {
+func probeUpdates(ctx context.Context, m *probes.Manager) <-chan types.UID {
 	out := make(chan types.UID, 64)
 	go func() {
 		defer close(out)

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/microlet/microlet/core/cri"
-	"github.com/microlet/microlet/core/network"
+	"github.com/microlet/microlet/core/node/network"
+	"github.com/microlet/microlet/core/runtime/cri"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
 

@@ -6,9 +6,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
-	"github.com/microlet/microlet/core/auth"
 	"github.com/microlet/microlet/core/config"
 	"github.com/microlet/microlet/core/nodeapi"
+	"github.com/microlet/microlet/core/nodeapi/auth"
 )
 
 // newNodeAPI builds the node API's listeners over the pod machinery, and

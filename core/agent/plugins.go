@@ -7,8 +7,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/microlet/microlet/core/config"
+	"github.com/microlet/microlet/core/nodeapi/healthz"
 	"github.com/microlet/microlet/core/pluginhost"
-	"github.com/microlet/microlet/core/server"
 	hostv1 "github.com/microlet/microlet/proto/microlet/host/v1"
 )
 
@@ -56,7 +56,7 @@ func PluginSpecs(cfg *config.Config) []pluginhost.Spec {
 // pluginChecks keeps one healthz check per plugin slot in step with the
 // host: a slot that has used up its restart budget fails its check.
 type pluginChecks struct {
-	healthz *server.Healthz
+	healthz *healthz.Healthz
 	host    *pluginhost.Host
 	names   map[string]bool
 }

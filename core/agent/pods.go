@@ -12,22 +12,22 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
-	"github.com/microlet/microlet/core/cgroupmanager"
 	"github.com/microlet/microlet/core/config"
-	"github.com/microlet/microlet/core/cri"
-	"github.com/microlet/microlet/core/devicemanager"
-	"github.com/microlet/microlet/core/eviction"
-	"github.com/microlet/microlet/core/gc"
-	"github.com/microlet/microlet/core/machine"
-	"github.com/microlet/microlet/core/pleg"
-	"github.com/microlet/microlet/core/podcache"
-	"github.com/microlet/microlet/core/podconfig"
-	"github.com/microlet/microlet/core/podruntime"
-	"github.com/microlet/microlet/core/podsource"
-	"github.com/microlet/microlet/core/prober"
-	"github.com/microlet/microlet/core/stats"
-	"github.com/microlet/microlet/core/status"
-	"github.com/microlet/microlet/core/syncloop"
+	"github.com/microlet/microlet/core/kinds/cgroup"
+	"github.com/microlet/microlet/core/kinds/devices"
+	"github.com/microlet/microlet/core/kinds/eviction"
+	"github.com/microlet/microlet/core/kinds/imagegc"
+	"github.com/microlet/microlet/core/kinds/probes"
+	"github.com/microlet/microlet/core/kinds/stats"
+	"github.com/microlet/microlet/core/node/machine"
+	"github.com/microlet/microlet/core/pods/pleg"
+	"github.com/microlet/microlet/core/pods/podcache"
+	"github.com/microlet/microlet/core/pods/podconfig"
+	"github.com/microlet/microlet/core/pods/podruntime"
+	"github.com/microlet/microlet/core/pods/podsource"
+	"github.com/microlet/microlet/core/pods/status"
+	"github.com/microlet/microlet/core/pods/syncloop"
+	"github.com/microlet/microlet/core/runtime/cri"
 )
 
 // pods is everything that runs pods: the runtime client, the sources, the
@@ -39,11 +39,11 @@ type pods struct {
 	config     *podconfig.PodConfig
 	capacity   *machine.Capacity
 	cgroupTree *machine.Cgroups
-	cgroups    *cgroupmanager.Manager
-	devices    *devicemanager.Manager
-	prober     *prober.Manager
+	cgroups    *cgroup.Manager
+	devices    *devices.Manager
+	prober     *probes.Manager
 	stats      *stats.Provider
-	gc         *gc.Manager
+	gc         *imagegc.Manager
 	eviction   *eviction.Manager
 	runtime    *podruntime.Manager
 	cache      *podcache.Cache
@@ -78,8 +78,8 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 	if err := a.newNodeResources(p, reg); err != nil {
 		return nil, err
 	}
-	if p.devices, err = devicemanager.New(devicemanager.Options{
-		Plugins: devicemanager.HostSlots(a.plugins),
+	if p.devices, err = devices.New(devices.Options{
+		Plugins: devices.HostSlots(a.plugins),
 		RootDir: cfg.RootDir,
 		Logger:  a.log.Named("devices"),
 	}); err != nil {
@@ -176,8 +176,8 @@ func (a *Agent) newNodeResources(p *pods, reg prometheus.Registerer) error {
 	if p.cgroupTree, err = machine.DetectCgroups(); err != nil {
 		return fmt.Errorf("cgroups: %w", err)
 	}
-	p.cgroups, err = cgroupmanager.New(cgroupmanager.Options{
-		Plugin:              cgroupmanager.HostPlugin(a.plugins),
+	p.cgroups, err = cgroup.New(cgroup.Options{
+		Plugin:              cgroup.HostPlugin(a.plugins),
 		Capacity:            p.capacity,
 		Cgroups:             p.cgroupTree,
 		NodeName:            cfg.NodeName,
@@ -199,7 +199,7 @@ func (a *Agent) newProber(p *pods, nodeIPs []string) error {
 		return nil
 	}
 	var err error
-	p.prober, err = prober.New(prober.Options{
+	p.prober, err = probes.New(probes.Options{
 		Plugin:      kindSlot{host: a.plugins, kind: "probes"},
 		NodeIPs:     nodeIPs,
 		CallTimeout: a.cfg.PluginHost.CallTimeout,

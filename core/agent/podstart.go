@@ -8,8 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/microlet/microlet/core/podspec"
-	"github.com/microlet/microlet/core/status"
+	"github.com/microlet/microlet/core/pods/podspec"
+	"github.com/microlet/microlet/core/pods/status"
 )
 
 // podStartBuckets are upstream's podStartupDurationBuckets.

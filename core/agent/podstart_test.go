@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/microlet/microlet/core/podspec"
-	"github.com/microlet/microlet/core/status"
+	"github.com/microlet/microlet/core/pods/podspec"
+	"github.com/microlet/microlet/core/pods/status"
 )
 
 func TestPodStarts(t *testing.T) {

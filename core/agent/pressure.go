@@ -8,11 +8,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/microlet/microlet/core/cri"
-	"github.com/microlet/microlet/core/eviction"
-	"github.com/microlet/microlet/core/gc"
-	"github.com/microlet/microlet/core/memnotify"
-	"github.com/microlet/microlet/core/podworkers"
+	"github.com/microlet/microlet/core/kinds/eviction"
+	"github.com/microlet/microlet/core/kinds/imagegc"
+	"github.com/microlet/microlet/core/node/memnotify"
+	"github.com/microlet/microlet/core/pods/podworkers"
+	"github.com/microlet/microlet/core/runtime/cri"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
 
@@ -22,9 +22,9 @@ import (
 func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 	cfg := a.cfg
 	var err error
-	if p.gc, err = gc.New(gc.Options{
+	if p.gc, err = imagegc.New(imagegc.Options{
 		Runtime:          p.cri,
-		Plugin:           gc.HostPlugin(a.plugins),
+		Plugin:           imagegc.HostPlugin(a.plugins),
 		Pods:             gcPods{p: p},
 		PodLogsDir:       cfg.PodLogsDir,
 		ContainerLogsDir: cfg.ContainerLogsDir,

@@ -11,8 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/microlet/microlet/core/cri"
-	"github.com/microlet/microlet/core/podview"
+	"github.com/microlet/microlet/core/pods/podview"
+	"github.com/microlet/microlet/core/runtime/cri"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
 

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/microlet/microlet/core/containerlogs"
+	"github.com/microlet/microlet/core/runtime/containerlogs"
 )
 
 // containerLogs serves /containerLogs/{namespace}/{pod}/{container} as the

@@ -19,9 +19,9 @@ import (
 	kubelettypes "k8s.io/kubelet/pkg/types"
 
 	"github.com/microlet/microlet/core/config"
-	"github.com/microlet/microlet/core/machine"
-	"github.com/microlet/microlet/core/server"
-	"github.com/microlet/microlet/core/stats"
+	"github.com/microlet/microlet/core/kinds/stats"
+	"github.com/microlet/microlet/core/node/machine"
+	"github.com/microlet/microlet/core/nodeapi/healthz"
 )
 
 // fakePods are the sync loop's pods.
@@ -141,7 +141,7 @@ func testHandlers(t *testing.T, pods fakePods, rt *fakeRuntime, edit func(*confi
 	}
 	return newHandlers(Options{
 		Config:       func() *config.Config { return cfg },
-		Healthz:      server.NewHealthz(),
+		Healthz:      healthz.NewHealthz(),
 		Pods:         pods,
 		Runtime:      rt,
 		Stats:        stats.New(nil, nil),

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/microlet/microlet/core/kinds/stats"
 	"github.com/microlet/microlet/core/pluginhost"
-	"github.com/microlet/microlet/core/stats"
 	statsv1 "github.com/microlet/microlet/proto/microlet/stats/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 	"github.com/microlet/microlet/sdk"

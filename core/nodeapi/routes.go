@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/microlet/microlet/core/config"
-	"github.com/microlet/microlet/core/stats"
+	"github.com/microlet/microlet/core/kinds/stats"
 )
 
 // route is one endpoint of the node API.
@@ -17,7 +17,7 @@ type route struct {
 	pattern string
 	// subresource is what authorization asks of requests it serves
 	// (nodes/<subresource>); the router fuzz test holds the path mapping
-	// of core/auth to it.
+	// of core/nodeapi/auth to it.
 	subresource string
 	// create: authorization asks for create whatever the method.
 	create bool

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/microlet/microlet/core/auth"
+	"github.com/microlet/microlet/core/nodeapi/auth"
 )
 
 // allDebugging turns every debugging route on.

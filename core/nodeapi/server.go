@@ -1,6 +1,6 @@
 // Package nodeapi serves the node API as the kubelet does, on its three
 // listeners: port (10250: HTTPS, every endpoint, authenticated and
-// authorized by core/auth), read_only_port (10255, off by default: plain
+// authorized by core/nodeapi/auth), read_only_port (10255, off by default: plain
 // HTTP without authentication, the read-only endpoints) and healthz_port
 // (10248, on localhost: /healthz only). Paths, formats and status codes are
 // upstream's (pkg/kubelet/server); docs/node-api.md lists them.
@@ -21,11 +21,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/microlet/microlet/core/auth"
 	"github.com/microlet/microlet/core/config"
-	"github.com/microlet/microlet/core/machine"
-	"github.com/microlet/microlet/core/server"
-	"github.com/microlet/microlet/core/stats"
+	"github.com/microlet/microlet/core/kinds/stats"
+	"github.com/microlet/microlet/core/node/machine"
+	"github.com/microlet/microlet/core/nodeapi/auth"
+	"github.com/microlet/microlet/core/nodeapi/healthz"
 )
 
 // The kubelet's HTTP server settings (ListenAndServeKubeletServer).
@@ -50,7 +50,7 @@ type Options struct {
 	Config func() *config.Config
 	// Auth guards the secure port; required when it is on.
 	Auth    *auth.Auth
-	Healthz *server.Healthz
+	Healthz *healthz.Healthz
 	Pods    Pods
 	Runtime Runtime
 	Stats   *stats.Provider

@@ -18,8 +18,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/microlet/microlet/core/auth"
 	"github.com/microlet/microlet/core/config"
+	"github.com/microlet/microlet/core/nodeapi/auth"
 	"github.com/microlet/microlet/internal/devcluster"
 )
 

@@ -71,7 +71,7 @@ func (h *handlers) spec() http.Handler {
 	})
 }
 
-// readMachineInfo reads what the machine is: the capacity core/machine
+// readMachineInfo reads what the machine is: the capacity core/node/machine
 // read at start, and the CPUs' layout, swap and identities from /proc and
 // /sys, where cAdvisor reads them. What cannot be read stays empty.
 func readMachineInfo(procRoot, sysRoot string, capacity cpuMemory) machineInfo {
@@ -125,7 +125,7 @@ func readMachineInfo(procRoot, sysRoot string, capacity cpuMemory) machineInfo {
 	return info
 }
 
-// cpuMemory is what readMachineInfo takes from core/machine's capacity.
+// cpuMemory is what readMachineInfo takes from core/node/machine's capacity.
 type cpuMemory struct {
 	cpuMillis, memoryBytes int64
 	hugePages              map[v1.ResourceName]int64

@@ -19,7 +19,7 @@ import (
 	kubelettypes "k8s.io/kubelet/pkg/types"
 )
 
-// Runtime is the container runtime as the node API reaches it: core/cri's
+// Runtime is the container runtime as the node API reaches it: core/runtime/cri's
 // Client.
 type Runtime interface {
 	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)

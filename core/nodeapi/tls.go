@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/util/keyutil"
 	cliflag "k8s.io/component-base/cli/flag"
 
-	"github.com/microlet/microlet/core/auth"
 	"github.com/microlet/microlet/core/config"
+	"github.com/microlet/microlet/core/nodeapi/auth"
 )
 
 // The self-signed pair's file names in cert_dir, the kubelet's.

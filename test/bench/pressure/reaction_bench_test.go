@@ -26,7 +26,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubelettypes "k8s.io/kubelet/pkg/types"
 
-	"github.com/microlet/microlet/core/machine"
+	"github.com/microlet/microlet/core/node/machine"
 	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
 )
 

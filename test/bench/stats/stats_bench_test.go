@@ -2,7 +2,7 @@
 
 // Package statsbench measures the stats plugin on a real node: a private
 // containerd with 30, then 100 pods of one busybox container each, made
-// through the CRI as the core makes them; the real core/hostservice over
+// through the CRI as the core makes them; the real core/pluginhost/hostservice over
 // the real CRI client; the built microlet-stats-default binary launched as
 // the core launches it.
 //
@@ -27,9 +27,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/procfs"
 
-	"github.com/microlet/microlet/core/cri"
-	"github.com/microlet/microlet/core/hostservice"
-	"github.com/microlet/microlet/core/stats"
+	"github.com/microlet/microlet/core/kinds/stats"
+	"github.com/microlet/microlet/core/pluginhost/hostservice"
+	"github.com/microlet/microlet/core/runtime/cri"
 	statsv1 "github.com/microlet/microlet/proto/microlet/stats/v1"
 	"github.com/microlet/microlet/sdk/sdktest"
 	"github.com/microlet/microlet/sdk/transport"

@@ -267,7 +267,7 @@ func (n *testNode) exec(pod *v1.Pod, cmd ...string) string {
 		n.t.Fatalf("exec %v in %s: %v", cmd, pod.Name, err)
 	}
 	if resp.ExitCode != 0 {
-		n.t.Fatalf("exec %v in %s exited %d: %s%s (is core/devicemanager wired into the agent?)", cmd, pod.Name, resp.ExitCode, resp.Stdout, resp.Stderr)
+		n.t.Fatalf("exec %v in %s exited %d: %s%s (is core/kinds/devices wired into the agent?)", cmd, pod.Name, resp.ExitCode, resp.Stdout, resp.Stderr)
 	}
 	return string(resp.Stdout)
 }

@@ -13,8 +13,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/microlet/microlet/core/cgroupmanager"
-	"github.com/microlet/microlet/core/machine"
+	"github.com/microlet/microlet/core/kinds/cgroup"
+	"github.com/microlet/microlet/core/node/machine"
 )
 
 // withResources is a sleeper whose container has the given resources.
@@ -43,7 +43,7 @@ func TestPodCgroupsAndOOMScore(t *testing.T) {
 		qos             v1.PodQOSClass
 		// parent is the pod cgroup's parent under the cgroup root.
 		parent string
-		want   cgroupmanager.CgroupValues
+		want   cgroup.CgroupValues
 		oom    int
 	}{{
 		name:      "guaranteed",
@@ -51,21 +51,21 @@ func TestPodCgroupsAndOOMScore(t *testing.T) {
 		qos:       v1.PodQOSGuaranteed,
 		parent:    "kubepods",
 		// shares = 250 x 1024 / 1000; quota = 250m of a 100 ms period.
-		want: cgroupmanager.CgroupValues{CPUShares: 256, CPUQuota: 25000, CPUPeriod: 100000, MemoryLimit: 96 * mi},
+		want: cgroup.CgroupValues{CPUShares: 256, CPUQuota: 25000, CPUPeriod: 100000, MemoryLimit: 96 * mi},
 		oom:  -997,
 	}, {
 		name:      "burstable",
 		resources: "{requests: {cpu: 100m, memory: 64Mi}, limits: {cpu: 200m, memory: 128Mi}}",
 		qos:       v1.PodQOSBurstable,
 		parent:    "kubepods/burstable",
-		want:      cgroupmanager.CgroupValues{CPUShares: 102, CPUQuota: 20000, CPUPeriod: 100000, MemoryLimit: 128 * mi},
+		want:      cgroup.CgroupValues{CPUShares: 102, CPUQuota: 20000, CPUPeriod: 100000, MemoryLimit: 128 * mi},
 		oom:       burstableOOMScoreAdj(64*mi, capacity.MemoryBytes),
 	}, {
 		name:      "besteffort",
 		resources: "{}",
 		qos:       v1.PodQOSBestEffort,
 		parent:    "kubepods/besteffort",
-		want:      cgroupmanager.CgroupValues{CPUShares: 2, CPUQuota: -1, CPUPeriod: 100000, MemoryLimit: -1},
+		want:      cgroup.CgroupValues{CPUShares: 2, CPUQuota: -1, CPUPeriod: 100000, MemoryLimit: -1},
 		oom:       1000,
 	}}
 	for _, tt := range tests {
@@ -77,7 +77,7 @@ func TestPodCgroupsAndOOMScore(t *testing.T) {
 			t.Errorf("%s: QoS class %s, want %s", tt.name, p.Status.QOSClass, tt.qos)
 		}
 		podCgroup := path.Join(n.cgroupRoot, tt.parent, "pod"+string(p.UID))
-		got, err := cgroupmanager.ReadCgroup(cgroups, podCgroup)
+		got, err := cgroup.ReadCgroup(cgroups, podCgroup)
 		if err != nil {
 			t.Errorf("%s: reading its pod cgroup: %v", tt.name, err)
 			continue

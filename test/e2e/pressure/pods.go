@@ -9,7 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/microlet/microlet/core/machine"
+	"github.com/microlet/microlet/core/node/machine"
 )
 
 // Mi is a mebibyte.

@@ -1,0 +1,114 @@
+package eviction
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/microlet/microlet/core/kinds/stats"
+	"github.com/microlet/microlet/core/node/memnotify"
+	"github.com/microlet/microlet/core/pluginhost"
+	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+)
+
+// TestAdmission: under MemoryPressure only BestEffort pods are rejected,
+// under DiskPressure every pod but critical ones; the plugin decides when it
+// serves, the core's rule otherwise, with the same outcome for the kubelet's
+// strategy.
+func TestAdmission(t *testing.T) {
+	bestEffort, burstable, critical := pod("be", "", ""), pod("burst", "10Mi", ""), staticPod("etcd")
+	memoryPressure := sample(epoch, 8*Gi-10*Mi, 50*Gi, nil)
+	diskPressure := sample(epoch, Gi, 5*Gi, nil)
+	for _, plugin := range []string{"kubelet", "none"} {
+		for _, tc := range []struct {
+			name   string
+			sample *stats.Sample
+			admit  map[*v1.Pod]bool
+		}{
+			{"memory pressure", memoryPressure, map[*v1.Pod]bool{bestEffort: false, burstable: true, critical: true}},
+			{"disk pressure", diskPressure, map[*v1.Pod]bool{bestEffort: false, burstable: false, critical: true}},
+			{"no pressure", sample(epoch, Gi, 50*Gi, nil), map[*v1.Pod]bool{bestEffort: true, burstable: true, critical: true}},
+		} {
+			t.Run(plugin+"/"+tc.name, func(t *testing.T) {
+				slot := &switchable{}
+				if plugin == "none" {
+					slot.set(nil, fmt.Errorf("%w: %w", errNotConfigured, pluginhost.ErrUnavailable))
+				} else {
+					slot.set(servePlugin(t, plugin, nil), nil)
+				}
+				f := newFixture(t, slot, 1)
+				f.stats.samples = []*stats.Sample{tc.sample}
+				f.cycle()
+				for p, want := range tc.admit {
+					got := f.m.Admit(context.Background(), p, nil)
+					if got.Admit != want {
+						t.Errorf("%s: admit = %t (%s: %s), want %t", p.Name, got.Admit, got.Reason, got.Message, want)
+					}
+					if !got.Admit && (got.Reason != "Evicted" || got.Message == "") {
+						t.Errorf("%s: rejected with reason %q message %q, want reason Evicted and the condition", p.Name, got.Reason, got.Message)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestReservation: the plugin's reservation while it answers, its last one
+// while it is down, the built-in thresholds without one.
+func TestReservation(t *testing.T) {
+	mem, disk := 8*Gi, 100*Gi
+	capacity := &typesv1.ResourceList{MemoryBytes: &mem, EphemeralStorageBytes: &disk}
+	slot := &switchable{}
+	f := newFixture(t, slot, 1)
+	check := func(what string, wantMemory, wantDisk int64) {
+		t.Helper()
+		got, err := f.m.Reservation(context.Background(), capacity)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got.GetMemoryBytes() != wantMemory || got.GetEphemeralStorageBytes() != wantDisk {
+			t.Errorf("%s: reserved memory %d, disk %d; want %d, %d", what, got.GetMemoryBytes(), got.GetEphemeralStorageBytes(), wantMemory, wantDisk)
+		}
+	}
+	builtinDisk := int64(10737418400) // 10% of 100Gi, as the kubelet computes it
+	slot.set(nil, fmt.Errorf("%w: %w", errNotConfigured, pluginhost.ErrUnavailable))
+	check("no plugin configured", 100*Mi, builtinDisk)
+	slot.set(nil, fmt.Errorf("%w: starting", pluginhost.ErrUnavailable))
+	check("plugin starting, never answered", 100*Mi, builtinDisk)
+	slot.set(servePlugin(t, "kubelet", map[string]any{"hard": []any{"memory.available<500Mi"}}), nil)
+	check("plugin serving", 500*Mi, 0)
+	slot.set(nil, fmt.Errorf("%w: restarting", pluginhost.ErrUnavailable))
+	check("plugin restarting", 500*Mi, 0)
+	slot.set(scriptedPlugin(t, nil), nil)
+	check("plugin without the reservation capability", 100*Mi, builtinDisk)
+}
+
+// TestMemoryNotificationStartsCycle: a kernel notification runs a cycle at
+// once, labelled as such, without waiting for the periodic tick.
+func TestMemoryNotificationStartsCycle(t *testing.T) {
+	f := newFixture(t, servePlugin(t, "kubelet", nil), 1)
+	f.stats.samples = []*stats.Sample{sample(epoch, Gi, 50*Gi, nil)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.m.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	notified := f.m.metrics.cycles.WithLabelValues("kubelet", "memory_notification")
+	f.notifier.events <- memnotify.Event{Cgroup: "", Source: "threshold"}
+	deadline := time.Now().Add(30 * time.Second)
+	for testutil.ToFloat64(notified) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no cycle followed the memory notification within 30s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

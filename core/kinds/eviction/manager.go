@@ -1,0 +1,213 @@
+// Package eviction is the core's side of node-pressure eviction. Its manager
+// runs a cycle every monitoring period, and at once when the kernel reports
+// memory pressure (core/node/memnotify): it takes fresh stats, asks the eviction
+// plugin to decide (Synchronize), runs the node-level reclaim the plugin
+// asks for through core/kinds/imagegc and asks again, then evicts, keeping the final
+// say: a bounded number of pods per cycle, never a critical pod, a minimum
+// grace period, and the pod's cleanup awaited before the next cycle. It keeps
+// the node's pressure conditions, admits pods under pressure, and says what
+// the hard thresholds hold back for node allocatable.
+//
+// While no eviction plugin is configured or serving, a built-in evictor
+// decides instead: the kubelet strategy's engine with the kubelet's default
+// hard thresholds. While no stats plugin serves, the manager measures memory
+// and disk itself (Measurer). docs/eviction.md ("Core side") describes it.
+package eviction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/microlet/microlet/core/kinds/stats"
+	"github.com/microlet/microlet/core/node/memnotify"
+	"github.com/microlet/microlet/core/pods/podworkers"
+	"github.com/microlet/microlet/plugins/eviction/engine"
+	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
+	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+)
+
+// Upstream's figures (pkg/kubelet/eviction/eviction_manager.go, kubelet.go).
+const (
+	// DefaultMonitoringInterval is evictionMonitoringPeriod.
+	DefaultMonitoringInterval = 10 * time.Second
+	// DefaultMaxPodsPerCycle: upstream evicts at most one pod per cycle.
+	DefaultMaxPodsPerCycle = 1
+	// podCleanupTimeout and podCleanupPollFreq bound the wait for evicted
+	// pods' cleanup before the next cycle.
+	podCleanupTimeout  = 30 * time.Second
+	podCleanupPollFreq = time.Second
+)
+
+// Pods is the core's pods as the manager uses them (the sync loop, the pod
+// views, the cgroup manager).
+type Pods interface {
+	// ActivePods are the admitted pods not yet asked to stop.
+	ActivePods() []*v1.Pod
+	// PodView is the pod as plugins see it.
+	PodView(pod *v1.Pod) *typesv1.Pod
+	// KillPod stops a pod through the sync loop and waits until its
+	// containers are stopped (syncloop.Loop.KillPod).
+	KillPod(pod *v1.Pod, evict bool, gracePeriod *int64, statusFn podworkers.PodStatusFunc) error
+	// PodCleanedUp reports that a stopped pod's resources are released.
+	PodCleanedUp(uid types.UID) bool
+}
+
+// Stats gives summaries from the stats plugin (core/kinds/stats.Provider).
+type Stats interface {
+	Sample(ctx context.Context, fresh bool) (*stats.Sample, error)
+}
+
+// Reclaimer runs node-level reclaim (core/kinds/imagegc.Manager).
+type Reclaimer interface {
+	CollectContainers(ctx context.Context, removeAll bool) error
+	CollectImages(ctx context.Context, bytesToFree uint64) (uint64, error)
+}
+
+// Notifier arms kernel memory notifications (core/node/memnotify.Notifier).
+type Notifier interface {
+	Events() <-chan memnotify.Event
+	Arm(thresholds []memnotify.Threshold) error
+	Close() error
+}
+
+// Options configure a Manager.
+type Options struct {
+	Plugin    Plugin
+	Stats     Stats
+	Measurer  *Measurer
+	Pods      Pods
+	Reclaimer Reclaimer
+	// Node is the node view (capacity, allocatable, conditions).
+	Node func() *typesv1.Node
+	// Notifier starts cycles on kernel memory notifications; nil: only the
+	// periodic cycle. Run closes it when it returns.
+	Notifier Notifier
+	// MonitoringInterval is the period of cycles; 0 is
+	// DefaultMonitoringInterval.
+	MonitoringInterval time.Duration
+	// MaxPodsPerCycle bounds evictions per cycle; 0 is DefaultMaxPodsPerCycle.
+	MaxPodsPerCycle int
+	Logger          hclog.Logger
+	Registerer      prometheus.Registerer
+	// Clock is for tests; nil is the real clock.
+	Clock clock.WithTicker
+}
+
+// Manager is the eviction manager. Its methods are safe for concurrent use;
+// cycles run one at a time, from Run.
+type Manager struct {
+	opts    Options
+	log     hclog.Logger
+	builtin *engine.Engine
+	metrics *metrics
+
+	mu sync.Mutex
+	// pluginState and builtinState are what each strategy returned last.
+	pluginState, builtinState []byte
+	// pluginConditions are the plugin's last conditions, kept while it
+	// does not serve; conditions are the node's current ones.
+	pluginConditions, conditions []*typesv1.NodeCondition
+	// pluginReserved is the plugin's last node reservation.
+	pluginReserved *typesv1.ResourceList
+	// fallback is why the last cycle used the built-in evictor; "" if it
+	// did not. It is logged when it changes.
+	fallback string
+	// localStats is why the last cycle measured locally; "" if it did not.
+	localStats string
+}
+
+// New checks the options and builds the built-in evictor.
+func New(opts Options) (*Manager, error) {
+	if opts.Plugin == nil || opts.Stats == nil || opts.Pods == nil || opts.Reclaimer == nil || opts.Node == nil {
+		return nil, errors.New("eviction: Plugin, Stats, Pods, Reclaimer and Node are required")
+	}
+	if opts.MonitoringInterval <= 0 {
+		opts.MonitoringInterval = DefaultMonitoringInterval
+	}
+	if opts.MaxPodsPerCycle <= 0 {
+		opts.MaxPodsPerCycle = DefaultMaxPodsPerCycle
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	builtin, err := newBuiltin()
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{opts: opts, log: opts.Logger, builtin: builtin, metrics: m}, nil
+}
+
+// Run runs a cycle every monitoring interval and on every memory
+// notification, until ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	var notifications <-chan memnotify.Event
+	if m.opts.Notifier != nil {
+		notifications = m.opts.Notifier.Events()
+		defer func() {
+			if err := m.opts.Notifier.Close(); err != nil {
+				m.log.Warn("closing the memory notifier", "error", err)
+			}
+		}()
+	}
+	ticker := m.opts.Clock.NewTicker(m.opts.MonitoringInterval)
+	defer ticker.Stop()
+	m.cycle(ctx, evictionv1.Trigger_TRIGGER_PERIODIC)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+			m.cycle(ctx, evictionv1.Trigger_TRIGGER_PERIODIC)
+		case e := <-notifications:
+			m.log.Debug("memory notification", "cgroup", e.Cgroup, "source", e.Source)
+			m.cycle(ctx, evictionv1.Trigger_TRIGGER_MEMORY_NOTIFICATION)
+		}
+	}
+}
+
+// Conditions are the node's pressure conditions (MemoryPressure,
+// DiskPressure, PIDPressure) as the last cycle left them; none before the
+// first cycle.
+func (m *Manager) Conditions() []*typesv1.NodeCondition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return cloneConditions(m.conditions)
+}
+
+// logChange records a change of *current to next and logs it once: started
+// (at warn level, with the reason) when next is set, ended when it clears.
+func (m *Manager) logChange(current *string, next, started, ended string) {
+	if *current == next {
+		return
+	}
+	*current = next
+	if next == "" {
+		m.log.Info(ended)
+		return
+	}
+	m.log.Warn(started, "reason", next)
+}
+
+// reason is an error's text for logChange.
+func reason(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprint(err)
+}

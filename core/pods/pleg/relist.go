@@ -1,0 +1,184 @@
+package pleg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/microlet/microlet/core/runtime/container"
+)
+
+// Relist lists the runtime's pods once, refreshes the cache for the pods
+// that changed (or whose last inspection failed), emits their events and
+// marks the cache fresh as of the relist's start, as upstream's
+// GenericPLEG.Relist. Pods are inspected concurrently, each within the
+// inspect timeout, and the whole relist within a third of the health
+// threshold: a hung pod delays only itself. A pod whose inspection fails
+// keeps the error in the cache (its worker backs off) and is inspected
+// again on the next relist, with its events, which are not lost.
+func (p *PLEG) Relist(ctx context.Context) {
+	p.relistMu.Lock()
+	defer p.relistMu.Unlock()
+
+	if last := p.lastRelist.Load(); last != nil {
+		p.metrics.relistInterval.Observe(p.clock.Since(*last).Seconds())
+	}
+	start := p.clock.Now()
+	defer func() { p.metrics.relistDuration.Observe(p.clock.Since(start).Seconds()) }()
+
+	ctx, cancel := context.WithTimeout(ctx, relistBudget(p.current.Load().threshold))
+	defer cancel()
+	listCtx, cancelList := context.WithTimeout(ctx, p.inspectTimeout)
+	pods, err := p.runtime.ListPods(listCtx)
+	cancelList()
+	if err != nil {
+		if !shuttingDown(ctx) {
+			p.log.Error("unable to list the runtime's pods", "error", err)
+		}
+		return
+	}
+	p.lastRelist.Store(&start)
+	p.metrics.setRunning(pods)
+	p.records.setCurrent(pods)
+
+	var work []*inspection
+	for uid, r := range p.records {
+		events := computeEvents(uid, r.old, r.current)
+		_, reinspect := p.reinspect[uid]
+		if len(events) == 0 && !reinspect {
+			continue
+		}
+		if r.current == nil {
+			// Nothing of the pod is left on the runtime.
+			p.cache.Delete(uid)
+			p.records.update(uid)
+			p.emit(events, nil)
+			continue
+		}
+		work = append(work, &inspection{pod: r.current, events: events})
+	}
+
+	needsReinspection := map[types.UID]*container.Pod{}
+	for in := range p.inspectAll(ctx, work) {
+		uid := in.pod.UID
+		switch {
+		case in.err != nil:
+			needsReinspection[uid] = in.pod
+		case !in.updated:
+			// The event stream already cached something newer and sent
+			// its events; the next relist looks at the pod again.
+		default:
+			p.records.update(uid)
+			p.emit(in.events, in.status)
+		}
+	}
+
+	// Only now is every changed pod's entry as fresh as start.
+	p.cache.UpdateTime(start)
+	p.reinspect = needsReinspection
+}
+
+// inspection is one pod's refresh in a relist: its input and its outcome.
+type inspection struct {
+	pod    *container.Pod
+	events []*PodLifecycleEvent
+
+	status  *container.PodStatus
+	err     error
+	updated bool
+}
+
+// inspectAll refreshes the pods' cache entries concurrently and sends each
+// inspection on the returned channel when it is done; the channel closes
+// after the last.
+func (p *PLEG) inspectAll(ctx context.Context, work []*inspection) <-chan *inspection {
+	done := make(chan *inspection, len(work))
+	queue := make(chan *inspection, len(work))
+	for _, in := range work {
+		queue <- in
+	}
+	close(queue)
+	workers := min(len(work), maxConcurrentInspections)
+	finished := make(chan struct{}, workers)
+	for range workers {
+		go func() {
+			for in := range queue {
+				p.inspect(ctx, in)
+				done <- in
+			}
+			finished <- struct{}{}
+		}()
+	}
+	go func() {
+		for range workers {
+			<-finished
+		}
+		close(done)
+	}()
+	return done
+}
+
+// inspect reads one pod's status into the cache, or the error reading it
+// gave, as upstream's updateCache.
+func (p *PLEG) inspect(ctx context.Context, in *inspection) {
+	pod := in.pod
+	timestamp := p.clock.Now()
+	ctx, cancel := context.WithTimeout(ctx, p.inspectTimeout)
+	defer cancel()
+	in.status, in.err = p.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if in.err != nil {
+		in.err = fmt.Errorf("reading the status of pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, in.err)
+		if !shuttingDown(ctx) {
+			p.log.Error("unable to read a pod's status; it is read again on the next relist", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID, "error", in.err)
+		}
+	} else if p.evented.Load() && !in.status.Timestamp.IsZero() {
+		// Events carry the runtime's timestamps; so must relists that
+		// write the same entries, or the older reading could win.
+		timestamp = in.status.Timestamp
+	}
+	in.updated = p.cache.Set(pod.UID, in.status, in.err, timestamp)
+}
+
+// emit sends events without blocking: when the channel is full the event
+// is dropped and counted, as upstream. status, when known, names the exit
+// code of the containers that died, for the log.
+func (p *PLEG) emit(events []*PodLifecycleEvent, status *container.PodStatus) {
+	for _, e := range events {
+		if e.Type == ContainerChanged {
+			continue
+		}
+		p.send(e)
+		if e.Type == ContainerDied && status != nil {
+			for _, c := range status.Containers {
+				if c.ID == e.Data {
+					p.log.Debug("container finished", "uid", e.ID, "container", c.Name, "container_id", c.ID, "exit_code", c.ExitCode)
+				}
+			}
+		}
+	}
+}
+
+func (p *PLEG) send(e *PodLifecycleEvent) {
+	select {
+	case p.ch <- e:
+	default:
+		p.metrics.discardEvents.Inc()
+		p.log.Error("the event channel is full; discarding an event", "uid", e.ID, "event", e.Type, "container_id", e.Data)
+	}
+}
+
+// shuttingDown reports whether the caller's context was cancelled, when
+// failures are expected and not worth an error line.
+func shuttingDown(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }
+
+// lastSeen is when the last relist that listed the runtime started, zero
+// before the first.
+func (p *PLEG) lastSeen() time.Time {
+	if t := p.lastRelist.Load(); t != nil {
+		return *t
+	}
+	return time.Time{}
+}

@@ -1,0 +1,115 @@
+package podruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/core/runtime/container"
+)
+
+// sandboxRef is the sandbox containers are started in.
+type sandboxRef struct {
+	id     string
+	config *runtimeapi.PodSandboxConfig
+	podIPs []string
+	plan   *ResourcePlan
+}
+
+// startContainer starts one instance of c, as upstream's startContainer:
+// make sure the image is there, create the container, start it, link its
+// log, and run its postStart hook, which kills it when it fails. Errors are
+// reasonErrors with upstream's reasons.
+func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, status *container.PodStatus, c *v1.Container, sandbox sandboxRef) error {
+	image, err := m.images.ensureImage(ctx, pod, c, sandbox.config)
+	if err != nil {
+		return err
+	}
+	restartCount := 0
+	if last := status.Container(c.Name); last != nil {
+		restartCount = last.RestartCount + 1
+	} else {
+		logDir := filepath.Join(sandbox.config.LogDirectory, c.Name)
+		if restartCount, err = restartCountFromLogDir(logDir); err != nil {
+			m.log.Warn("cannot tell the restart count from the container's log directory; starting at 0",
+				"pod", podFullName(pod), "container", c.Name, "dir", logDir, "error", err)
+		}
+	}
+	user, err := m.images.imageUser(ctx, image)
+	if err != nil {
+		return newReasonError(ErrCreateContainerConfig, "%v", err)
+	}
+	config, err := m.containerConfig(ctx, pod, containerInstance{
+		spec: c, restartCount: restartCount, imageRef: image.ref, user: user, podIPs: sandbox.podIPs, plan: sandbox.plan,
+	})
+	if err != nil {
+		return newReasonError(ErrCreateContainerConfig, "%v", err)
+	}
+	id, err := m.cri.CreateContainer(ctx, sandbox.id, config, sandbox.config)
+	if err != nil {
+		return newReasonError(ErrCreateContainer, "%s", runtimeMessage(err))
+	}
+	if err := m.cri.StartContainer(ctx, id); err != nil {
+		return newReasonError(ErrRunContainer, "%s", runtimeMessage(err))
+	}
+	m.log.Info("started container", "pod", podFullName(pod), "container", c.Name, "container_id", id, "restart_count", restartCount)
+	m.linkContainerLog(sandbox.config, config, id)
+
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		msg, err := m.hooks.run(ctx, pod, c, id, c.Lifecycle.PostStart, sandbox.podIPs)
+		if err != nil {
+			m.log.Warn("postStart hook failed; killing the container", "pod", podFullName(pod), "container", c.Name, "error", err)
+			kill := containerToKill{ID: id, Name: c.Name, Spec: c, Reason: killReasonFailedPostStart, Message: string(killReasonFailedPostStart)}
+			if err := m.killContainer(ctx, pod, kill, sandbox.podIPs, nil, nil); err != nil {
+				m.log.Warn("cannot kill the container whose postStart hook failed", "pod", podFullName(pod), "container", c.Name, "error", err)
+			}
+			return newReasonError(ErrPostStartHook, "%s", msg)
+		}
+	}
+	return nil
+}
+
+// runtimeMessage is what the runtime said, without the client's wrapping,
+// as upstream shows it to users.
+func runtimeMessage(err error) string {
+	var grpcErr interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &grpcErr) {
+		return grpcErr.GRPCStatus().Message()
+	}
+	return err.Error()
+}
+
+// crashLoopBackOff reports whether c must wait before it starts again
+// because its last instance exited too recently, as upstream's doBackOff,
+// with the message users see. When it need not wait, the start counts as a
+// failure for the next decision.
+func (m *Manager) crashLoopBackOff(pod *v1.Pod, c *v1.Container, status *container.PodStatus) (bool, string) {
+	var last *container.ContainerStatus
+	for _, s := range status.Containers {
+		if s.Name == c.Name && s.State == container.StateExited {
+			last = s
+			break
+		}
+	}
+	if last == nil {
+		return false, ""
+	}
+	key := crashLoopKey(pod, c)
+	if m.crashLoop.inBackOffSince(key, last.FinishedAt) {
+		return true, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", m.crashLoop.delay(key), c.Name, podFullName(pod))
+	}
+	m.crashLoop.next(key, last.FinishedAt)
+	return false, ""
+}
+
+// crashLoopKey identifies a container's backoff. As upstream's
+// GetBackoffKey it includes the image and resources, so changing them
+// starts the backoff over.
+func crashLoopKey(pod *v1.Pod, c *v1.Container) string {
+	return fmt.Sprintf("%s_%s_%s_%s", pod.UID, c.Name, c.Image, c.Resources.String())
+}
