@@ -96,8 +96,36 @@ enable_contention_profiling = false
 enable_debug_flags_handler = true
 # Directory /logs/ serves (files and listings; nothing outside it, symlinks included).
 node_log_dir = "/var/log"
-# Kubeconfig reaching the API server, which reviews bearer tokens and authorizes requests. Flag --kubeconfig.
+# Kubeconfig reaching the API server. Set, this is a cluster node (registration, status, lease, the API server's pods for it,
+# token and access reviews); unset, a standalone one. Flag --kubeconfig.
 kubeconfig = ""
+# Kubeconfig for TLS bootstrapping (a bootstrap token): used when kubeconfig does not exist yet to get a client certificate
+# through a kubernetes.io/kube-apiserver-client-kubelet CSR; the pair goes in cert_dir and kubeconfig is written. Flag --bootstrap-kubeconfig.
+bootstrap_kubeconfig = ""
+# Ask for a new client certificate before the current one expires. Flag --rotate-certificates.
+rotate_certificates = false
+# Get the node API's serving certificate from a kubernetes.io/kubelet-serving CSR (node addresses as SANs), rotated
+# likewise; until it is issued the self-signed pair serves.
+server_tls_bootstrap = false
+# Requests per second to the API server, and the burst above it (client-go's token bucket). Flags --kube-api-qps, --kube-api-burst.
+kube_api_qps = 50
+# The burst of requests allowed above kube_api_qps. Flag --kube-api-burst.
+kube_api_burst = 100
+# Wire format of requests to the API server: application/vnd.kubernetes.protobuf or application/json. Flag --kube-api-content-type.
+kube_api_content_type = "application/vnd.kubernetes.protobuf"
+# Create or reconcile this node's Node object. Flag --register-node.
+register_node = true
+# Labels added at registration; kubernetes.io and k8s.io ones only with the kubelet's allowed prefixes
+# (kubelet.kubernetes.io/, node.kubernetes.io/ and the well-known topology and instance-type labels). Flag --node-labels.
+node_labels = {}
+# Taints given at registration, each "key[=value]:Effect". Flag --register-with-taints.
+register_with_taints = []
+# How often node status is computed (and posted when it changed). Flag --node-status-update-frequency.
+node_status_update_frequency = "10s"
+# How often node status is posted when nothing changed.
+node_status_report_frequency = "5m"
+# Duration of the node's Lease in kube-node-lease; it is renewed every quarter of it.
+node_lease_duration_seconds = 40
 
 # Who may call the node API.
 authentication {

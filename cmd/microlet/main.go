@@ -77,6 +77,7 @@ func runCommand(args []string) int {
 		fmt.Fprintf(os.Stderr, "microlet: %v\n", err)
 		return 2
 	}
+	agent.Version = version
 	logger.Info("starting", "version", version, "node", cfg.NodeName, "gomaxprocs", runtime.GOMAXPROCS(0))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -81,6 +81,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	cluster, err := a.newCluster()
+	if err != nil {
+		return err
+	}
 	pods, err := a.newPods(ctx, a.metrics)
 	if err != nil {
 		return err
@@ -90,7 +94,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.healthz.Add("pleg", func() error { _, err := pods.pleg.Healthy(); return err })
 	a.healthz.Add("runtime", pods.health.RuntimeErr)
 
-	api, err := a.newNodeAPI(pods)
+	api, err := a.newNodeAPI(pods, cluster)
 	if err != nil {
 		return err
 	}

@@ -13,12 +13,12 @@ import (
 
 // newNodeAPI builds the node API's listeners over the pod machinery, and
 // the secure port's authentication and authorization.
-func (a *Agent) newNodeAPI(p *pods) (*nodeapi.Server, error) {
+func (a *Agent) newNodeAPI(p *pods, c *cluster) (*nodeapi.Server, error) {
 	cfg := a.cfg
 	var guard *auth.Auth
 	if cfg.Port != 0 {
 		var err error
-		if guard, err = a.newAuth(cfg); err != nil {
+		if guard, err = a.newAuth(cfg, c); err != nil {
 			return nil, fmt.Errorf("node API: %w", err)
 		}
 	}
@@ -42,13 +42,10 @@ func (a *Agent) newNodeAPI(p *pods) (*nodeapi.Server, error) {
 
 // newAuth builds the secure port's authentication and authorization, and
 // says plainly when nothing can authenticate.
-func (a *Agent) newAuth(cfg *config.Config) (*auth.Auth, error) {
+func (a *Agent) newAuth(cfg *config.Config, c *cluster) (*auth.Auth, error) {
 	var api *rest.Config
-	if cfg.Kubeconfig != "" {
-		var err error
-		if api, err = auth.LoadKubeconfig(cfg.Kubeconfig); err != nil {
-			return nil, err
-		}
+	if c != nil {
+		api = c.rest
 	}
 	authn := cfg.Authentication
 	tokens := authn.Webhook.Enabled && api != nil

@@ -92,8 +92,43 @@ type Config struct {
 	EnableDebugFlagsHandler bool `config:"enable_debug_flags_handler"`
 	// NodeLogDir is the directory /logs/ serves.
 	NodeLogDir string `config:"node_log_dir"`
-	// Kubeconfig reaches the API server for token and access reviews.
-	Kubeconfig     string         `config:"kubeconfig"`
+	// Kubeconfig reaches the API server. Set, the node is a cluster node:
+	// it registers, reports status and a lease, runs the API server's pods
+	// for it, and reviews tokens and access there. Unset, it is standalone.
+	Kubeconfig string `config:"kubeconfig"`
+	// BootstrapKubeconfig is used for TLS bootstrapping when kubeconfig does
+	// not exist yet: the node asks for a client certificate with a CSR and
+	// writes kubeconfig from what the API server issues.
+	BootstrapKubeconfig string `config:"bootstrap_kubeconfig"`
+	// RotateCertificates asks for a new client certificate before the
+	// current one expires.
+	RotateCertificates bool `config:"rotate_certificates"`
+	// ServerTLSBootstrap gets the node API's serving certificate from a
+	// kubernetes.io/kubelet-serving CSR instead of a self-signed pair.
+	ServerTLSBootstrap bool `config:"server_tls_bootstrap"`
+	// KubeAPIQPS and KubeAPIBurst bound the requests to the API server
+	// (client-go's token bucket).
+	KubeAPIQPS   int `config:"kube_api_qps"`
+	KubeAPIBurst int `config:"kube_api_burst"`
+	// KubeAPIContentType is the wire format of requests to the API server.
+	KubeAPIContentType string `config:"kube_api_content_type"`
+	// RegisterNode creates (or reconciles) the Node object; off, the node
+	// only runs pods and reports status for a Node someone else made.
+	RegisterNode bool `config:"register_node"`
+	// NodeLabels are added to the Node at registration; kubernetes.io and
+	// k8s.io labels only within the kubelet's allowed set.
+	NodeLabels map[string]string `config:"node_labels"`
+	// RegisterWithTaints are taints given to the Node at registration,
+	// each "key[=value]:Effect".
+	RegisterWithTaints []string `config:"register_with_taints"`
+	// NodeStatusUpdateFrequency is how often node status is computed;
+	// NodeStatusReportFrequency how often it is posted when nothing changed.
+	NodeStatusUpdateFrequency time.Duration `config:"node_status_update_frequency"`
+	NodeStatusReportFrequency time.Duration `config:"node_status_report_frequency"`
+	// NodeLeaseDurationSeconds is the Lease's duration; it is renewed every
+	// quarter of it (10 s for the default 40).
+	NodeLeaseDurationSeconds int `config:"node_lease_duration_seconds"`
+
 	Authentication Authentication `config:"authentication"`
 	Authorization  Authorization  `config:"authorization"`
 
@@ -214,33 +249,42 @@ func (p Position) String() string {
 // plugin's binary) are empty here and filled in by Load.
 func Defaults() *Config {
 	return &Config{
-		RootDir:                  "/var/lib/microlet",
-		PodLogsDir:               "/var/log/pods",
-		ContainerLogsDir:         "/var/log/containers",
-		LogLevel:                 "info",
-		GOMAXPROCS:               1,
-		PluginDir:                "/usr/libexec/microlet/plugins",
-		ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock",
-		RuntimeRequestTimeout:    2 * time.Minute,
-		StaticPodURLHeader:       map[string][]string{},
-		FileCheckFrequency:       20 * time.Second,
-		HTTPCheckFrequency:       20 * time.Second,
-		SyncFrequency:            time.Minute,
-		MaxPods:                  110,
-		SerializeImagePulls:      true,
-		CNIConfDir:               "/etc/cni/net.d",
-		CNIBinDirs:               []string{"/opt/cni/bin", "/usr/lib/cni"},
-		ClusterDNS:               []string{},
-		ResolvConf:               "/etc/resolv.conf",
-		HealthzBindAddress:       "127.0.0.1",
-		HealthzPort:              10248,
-		Address:                  "0.0.0.0",
-		Port:                     10250,
-		TLSCipherSuites:          []string{},
-		EnableDebuggingHandlers:  true,
-		EnableProfilingHandler:   true,
-		EnableDebugFlagsHandler:  true,
-		NodeLogDir:               "/var/log",
+		RootDir:                   "/var/lib/microlet",
+		PodLogsDir:                "/var/log/pods",
+		ContainerLogsDir:          "/var/log/containers",
+		LogLevel:                  "info",
+		GOMAXPROCS:                1,
+		PluginDir:                 "/usr/libexec/microlet/plugins",
+		ContainerRuntimeEndpoint:  "unix:///run/containerd/containerd.sock",
+		RuntimeRequestTimeout:     2 * time.Minute,
+		StaticPodURLHeader:        map[string][]string{},
+		FileCheckFrequency:        20 * time.Second,
+		HTTPCheckFrequency:        20 * time.Second,
+		SyncFrequency:             time.Minute,
+		MaxPods:                   110,
+		SerializeImagePulls:       true,
+		CNIConfDir:                "/etc/cni/net.d",
+		CNIBinDirs:                []string{"/opt/cni/bin", "/usr/lib/cni"},
+		ClusterDNS:                []string{},
+		ResolvConf:                "/etc/resolv.conf",
+		HealthzBindAddress:        "127.0.0.1",
+		HealthzPort:               10248,
+		Address:                   "0.0.0.0",
+		Port:                      10250,
+		TLSCipherSuites:           []string{},
+		EnableDebuggingHandlers:   true,
+		EnableProfilingHandler:    true,
+		EnableDebugFlagsHandler:   true,
+		NodeLogDir:                "/var/log",
+		KubeAPIQPS:                50,
+		KubeAPIBurst:              100,
+		KubeAPIContentType:        "application/vnd.kubernetes.protobuf",
+		RegisterNode:              true,
+		NodeLabels:                map[string]string{},
+		RegisterWithTaints:        []string{},
+		NodeStatusUpdateFrequency: 10 * time.Second,
+		NodeStatusReportFrequency: 5 * time.Minute,
+		NodeLeaseDurationSeconds:  40,
 		Authentication: Authentication{
 			Webhook: WebhookAuthentication{Enabled: true, CacheTTL: 2 * time.Minute},
 		},

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 	"k8s.io/apimachinery/pkg/util/validation"
 	cliflag "k8s.io/component-base/cli/flag"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/microlet/microlet/core/logging"
 	"github.com/microlet/microlet/sdk"
@@ -120,8 +121,49 @@ func (c *Config) validate() Errors {
 		}
 	}
 	v.staticPodURL()
+	v.cluster()
 	v.plugins()
 	return v.errs
+}
+
+// cluster checks the keys of a cluster node.
+func (v *validator) cluster() {
+	c := v.c
+	v.atLeast("kube_api_qps", c.KubeAPIQPS, 1)
+	v.atLeast("kube_api_burst", c.KubeAPIBurst, 1)
+	v.atLeast("node_lease_duration_seconds", c.NodeLeaseDurationSeconds, 1)
+	v.oneOf("kube_api_content_type", c.KubeAPIContentType, "application/vnd.kubernetes.protobuf", "application/json")
+	if c.BootstrapKubeconfig != "" && c.Kubeconfig == "" {
+		v.fail("bootstrap_kubeconfig", "needs kubeconfig: the path where the bootstrapped kubeconfig is written")
+	}
+	if c.NodeStatusReportFrequency < c.NodeStatusUpdateFrequency {
+		v.fail("node_status_report_frequency", "expected at least node_status_update_frequency (%s), got %s", c.NodeStatusUpdateFrequency, c.NodeStatusReportFrequency)
+	}
+	for _, key := range sortedKeys(c.NodeLabels) {
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			v.fail("node_labels", "label %q: %s", key, strings.Join(errs, "; "))
+			continue
+		}
+		if errs := validation.IsValidLabelValue(c.NodeLabels[key]); len(errs) > 0 {
+			v.fail("node_labels", "label %s=%q: %s", key, c.NodeLabels[key], strings.Join(errs, "; "))
+		}
+		// As the kubelet: a node may not give itself labels in the
+		// kubernetes.io and k8s.io namespaces beyond the allowed ones,
+		// since the NodeRestriction admission plugin would refuse them.
+		if ns, _, ok := strings.Cut(key, "/"); ok && isKubernetesNamespace(ns) && !kubeletapis.IsKubeletLabel(key) {
+			v.fail("node_labels", "label %q is in the %s namespace and not one a node may set (allowed: %s and the prefixes %s)",
+				key, ns, strings.Join(kubeletapis.KubeletLabels(), ", "), strings.Join(kubeletapis.KubeletLabelNamespaces(), ", "))
+		}
+	}
+	for i, taint := range c.RegisterWithTaints {
+		if _, err := ParseTaint(taint); err != nil {
+			v.fail("register_with_taints", "at index %d: %v", i, err)
+		}
+	}
+}
+
+func isKubernetesNamespace(ns string) bool {
+	return ns == "kubernetes.io" || strings.HasSuffix(ns, ".kubernetes.io") || ns == "k8s.io" || strings.HasSuffix(ns, ".k8s.io")
 }
 
 // nodeAPI checks the node API's listeners, TLS and authorization.

@@ -155,7 +155,23 @@ var valueKinds = map[reflect.Type]*valueKind{
 		},
 	},
 	reflect.TypeFor[map[string]string](): {
-		expected: "a map of strings",
+		expected:     "a map of strings",
+		expectedText: "key=value pairs separated by commas",
+		flagType:     "mapStringString",
+		fromText: func(s string) (any, bool) {
+			out := map[string]any{}
+			for pair := range strings.SplitSeq(s, ",") {
+				if strings.TrimSpace(pair) == "" {
+					continue
+				}
+				k, v, ok := strings.Cut(pair, "=")
+				if !ok || strings.TrimSpace(k) == "" {
+					return nil, false
+				}
+				out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+			return out, true
+		},
 		fromValue: func(v any) (reflect.Value, string) {
 			m, ok := v.(map[string]any)
 			if !ok {

@@ -14,7 +14,6 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // The kubelet's client to the API server: kubeAPIQPS and kubeAPIBurst.
@@ -41,15 +40,6 @@ var reviewScheme = func() *runtime.Scheme {
 	}
 	return s
 }()
-
-// LoadKubeconfig reads the kubeconfig that reaches the API server.
-func LoadKubeconfig(path string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
-	}
-	return cfg, nil
-}
 
 // reviewClient is a REST client for one API group's review resources.
 func reviewClient(cfg *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, error) {
