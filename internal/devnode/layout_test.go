@@ -16,6 +16,8 @@ import (
 
 	digest "github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 // layout is an OCI image layout tar read back into memory.
@@ -289,7 +291,7 @@ func TestImageKey(t *testing.T) {
 
 func TestBusyboxImage(t *testing.T) {
 	if err := checkStatic(busyboxPath); err != nil {
-		t.Skipf("no static busybox here: %v", err)
+		prereq.Missing(t, "no static busybox here: %v", err)
 	}
 	l := readLayout(t, buildLayoutBytes(t, BusyboxImage(DefaultTestImage)))
 	manifest := decodeJSON[ocispec.Manifest](t, l.blob(t, l.index.Manifests[0]))
@@ -320,7 +322,7 @@ func TestBusyboxImage(t *testing.T) {
 
 func TestPauseImage(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("building the pause program needs the go command")
+		prereq.Missing(t, "building the pause program needs the go command")
 	}
 	l := readLayout(t, buildLayoutBytes(t, PauseImage(DefaultPauseImage)))
 	manifest := decodeJSON[ocispec.Manifest](t, l.blob(t, l.index.Manifests[0]))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/e2e"
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 // nodeName is every test node's name: static pod "web" runs as "web-e2e-node".
@@ -66,9 +67,7 @@ type testNode struct {
 // the cgroup root, the files.
 func startNode(t *testing.T, opts nodeOptions) *testNode {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("the node runs containerd and makes cgroups: it needs root")
-	}
+	prereq.Root(t, "the node runs containerd and makes cgroups")
 	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins}
 	if n.plugins == nil {
 		n.plugins = defaultPlugins()
