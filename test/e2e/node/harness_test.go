@@ -38,6 +38,9 @@ func defaultPlugins() []plugin {
 type nodeOptions struct {
 	// plugins are the plugin blocks; nil: defaultPlugins.
 	plugins []plugin
+	// settings are extra top-level lines of the config, verbatim
+	// (`http_check_frequency = "1s"`, `plugin_host { restart_budget = 1 }`).
+	settings []string
 }
 
 // testNode is a private containerd plus the real microlet process on it.
@@ -54,6 +57,7 @@ type testNode struct {
 	// readOnlyAddr is the node API's read-only port (/pods, /metrics).
 	readOnlyAddr string
 	plugins      []plugin
+	settings     []string
 
 	// log is what every run of the core wrote (its plugins' lines included).
 	log  *e2e.SyncBuffer
@@ -68,7 +72,7 @@ type testNode struct {
 func startNode(t *testing.T, opts nodeOptions) *testNode {
 	t.Helper()
 	prereq.Root(t, "the node runs containerd and makes cgroups")
-	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins}
+	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins, settings: opts.settings}
 	if n.plugins == nil {
 		n.plugins = defaultPlugins()
 	}
@@ -133,6 +137,9 @@ func (n *testNode) writeConfig() {
 	// no secure port, which nodes running side by side would all want on
 	// 10250.
 	fmt.Fprintf(&b, "address = \"127.0.0.1\"\nport = 0\nread_only_port = %s\n", strings.TrimPrefix(n.readOnlyAddr, "127.0.0.1:"))
+	for _, line := range n.settings {
+		b.WriteString(line + "\n")
+	}
 	for _, p := range n.plugins {
 		fmt.Fprintf(&b, "\nplugin %q %q {\n", p.kind, p.name)
 		if p.sha256 != "" {
