@@ -3,8 +3,12 @@
 package nodee2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -126,6 +130,26 @@ func TestFallbacksOfFailedPlugins(t *testing.T) {
 		n.expectLog("a skipped container GC cycle logged",
 			"garbage collection of containers skipped this cycle: the imagegc plugin does not serve")
 	})
+
+	t.Run("probes: a plugin back resyncs and its verdicts replace the kept ones", func(t *testing.T) {
+		// The operator acts: a changed plugin block (here a sha256 pin of
+		// the same binary) ends the failed state. Last: any config reload
+		// restarts every failed plugin.
+		for i := range n.plugins {
+			if n.plugins[i].kind == "probes" {
+				n.plugins[i].sha256 = fileSHA256(t, filepath.Join(binDir, "microlet-probes-default"))
+			}
+		}
+		n.writeConfig()
+		p := n.waitPod("probed", "restarted by the failing liveness probe", func(p *v1.Pod) bool {
+			cs := containerOf(p, "app")
+			return cs != nil && cs.RestartCount >= 1
+		})
+		if cs := containerOf(p, "app"); cs.LastTerminationState.Terminated == nil {
+			t.Errorf("the restarted container has no last termination state: %s", describePod(p))
+		}
+		n.waitPod("probed", "ready again in its new container", runningAndReady)
+	})
 }
 
 // failPlugin kills the plugin's process until the plugin host gives up on
@@ -144,6 +168,17 @@ func (n *testNode) failPlugin(kind, name string) {
 		}
 		return false, "no PLUGIN FAILED line yet"
 	})
+}
+
+// fileSHA256 is the hex SHA-256 of a file's content.
+func fileSHA256(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // readOnly GETs path on the node API's read-only port.
