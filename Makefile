@@ -22,7 +22,7 @@ BUNDLE       := $(OUT)/microlet-plugins
 EXAMPLE_DIRS := $(sort $(dir $(wildcard examples/plugins/microlet-*/main.go)))
 EXAMPLE_BINS := $(foreach d,$(EXAMPLE_DIRS),$(OUT)/$(notdir $(d:/=)))
 
-.PHONY: all build core plugins builtin-plugins test test-unit test-e2e proto proto-lint proto-breaking tools kube-tools bench run clean
+.PHONY: all build core plugins builtin-plugins test test-unit test-race test-e2e proto proto-lint proto-breaking tools kube-tools bench run clean
 
 all: build
 
@@ -81,11 +81,19 @@ proto-breaking: tools
 
 # The README's test command. The wire checks come first: a proto change that
 # would break plugins built against the previous commit fails fast.
-test: proto-lint proto-breaking test-unit test-e2e
+test: proto-lint proto-breaking test-unit test-race test-e2e
 
 test-unit:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+
+# The race detector on the packages whose goroutines share state: the
+# core's pod machinery, plugin host, kinds and node API, and the SDK that
+# every plugin serves with. Their unit tests run again under -race: a build
+# of its own, minutes cold (docs/testing.md).
+RACE_PKGS ?= ./core/pods/... ./core/pluginhost/... ./core/kinds/... ./core/nodeapi/... ./sdk/...
+test-race:
+	$(GO) test -race -count=1 $(RACE_PKGS)
 
 # The upstream components tests and benchmarks run beside microlet
 # (kube-apiserver, kubelet, kubectl, the sample device plugin), built from

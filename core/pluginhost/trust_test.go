@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 // binaryContent is what the trust checks hash in these tests; they never
@@ -173,9 +175,7 @@ func chmod(t *testing.T, path string, mode os.FileMode) {
 // chown gives path to uid, which needs root; without it the test is skipped.
 func chown(t *testing.T, path string, uid int) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("changing a file's owner needs root")
-	}
+	prereq.Root(t, "it changes a file's owner")
 	if err := os.Chown(path, uid, -1); err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 // startTimeout bounds the wait for etcd and the API server to serve: a
@@ -69,8 +70,8 @@ type Cluster struct {
 	etcd, api   *daemon
 }
 
-// StartT starts a cluster for t and closes it in t.Cleanup. It skips t
-// when a binary is missing.
+// StartT starts a cluster for t and closes it in t.Cleanup. When a binary
+// is missing it skips t, or fails it under CI (internal/prereq).
 func StartT(t testing.TB, opts ...Options) *Cluster {
 	t.Helper()
 	var o Options
@@ -79,7 +80,7 @@ func StartT(t testing.TB, opts ...Options) *Cluster {
 	}
 	c, err := Start(context.Background(), o)
 	if errors.Is(err, ErrPrerequisites) {
-		t.Skipf("devcluster: %v", err)
+		prereq.Missing(t, "devcluster: %v", err)
 	}
 	if err != nil {
 		t.Fatalf("devcluster: %v", err)

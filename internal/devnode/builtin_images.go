@@ -30,11 +30,13 @@ const (
 
 // BusyboxImage is a small general-purpose image: the host's static busybox
 // with every applet it lists as a symlink (sh, sleep, httpd, nc, wget, dd,
-// ...), a world-writable /tmp and a root user. Its command is sh.
+// ...), a world-writable /tmp and a root user. Its command is sh. It also
+// holds /bin/grpchealth, a gRPC health server for gRPC probes
+// (internal/devnode/images/grpchealth): busybox has none.
 func BusyboxImage(ref string) Image {
 	return Image{
 		Ref:    ref,
-		Layers: []Layer{busyboxLayer(busyboxPath)},
+		Layers: []Layer{busyboxLayer(busyboxPath), FileLayer{{Path: "/bin/grpchealth", Mode: 0o755, Content: grpcHealthProgram}}},
 		Env:    []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		Cmd:    []string{"sh"},
 	}
@@ -45,7 +47,7 @@ func BusyboxImage(ref string) Image {
 func PauseImage(ref string) Image {
 	return Image{
 		Ref:        ref,
-		Layers:     []Layer{FileLayer{{Path: "/pause", Mode: 0o755, Content: pauseBinary{}}}},
+		Layers:     []Layer{FileLayer{{Path: "/pause", Mode: 0o755, Content: pauseProgram}}},
 		Entrypoint: []string{"/pause"},
 	}
 }
@@ -112,36 +114,53 @@ func checkStatic(bin string) error {
 	return nil
 }
 
-// pauseBinary is the content of /pause: the program in
-// internal/devnode/images/pause, compiled on first use and cached.
-type pauseBinary struct{}
-
-func (pauseBinary) identity() (string, error) {
-	return "pause:" + pauseBuildKey(), nil
+// goProgram is the content of a program devnode bakes into an image: a
+// static build of the package main source (internal/devnode/images),
+// compiled on first use and cached.
+type goProgram struct {
+	name   string
+	source []byte
 }
 
-func (pauseBinary) open() (io.ReadCloser, int64, error) {
-	bin, err := buildPause()
+var (
+	pauseProgram      = goProgram{"pause", images.PauseSource}
+	grpcHealthProgram = goProgram{"grpchealth", images.GRPCHealthSource}
+)
+
+func (p goProgram) identity() (string, error) {
+	return p.name + ":" + p.buildKey(), nil
+}
+
+func (p goProgram) open() (io.ReadCloser, int64, error) {
+	bin, err := p.build()
 	if err != nil {
 		return nil, 0, err
 	}
 	return hostFileContent(bin).open()
 }
 
-// pauseBuildKey names a build of the pause program: its source and target.
-func pauseBuildKey() string {
-	sum := sha256.Sum256(images.PauseSource)
+// buildKey names a build of the program: its source and target.
+func (p goProgram) buildKey() string {
+	sum := sha256.Sum256(p.source)
 	return hex.EncodeToString(sum[:8]) + "-linux-" + runtime.GOARCH
 }
 
-// buildPause compiles the pause program once per process, reusing the
-// binary in the cache directory when an earlier process built it.
-var buildPause = sync.OnceValues(func() (string, error) {
+// builds holds one build per program and process: a sync.OnceValues each.
+var builds sync.Map
+
+// build compiles the program once per process, reusing the binary in the
+// cache directory when an earlier process built it.
+func (p goProgram) build() (string, error) {
+	once, _ := builds.LoadOrStore(p.name, sync.OnceValues(p.compile))
+	return once.(func() (string, error))()
+}
+
+func (p goProgram) compile() (string, error) {
 	dir, err := cacheDir()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "pause", pauseBuildKey(), "pause")
+	bin := filepath.Join(dir, p.name, p.buildKey(), p.name)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
@@ -153,26 +172,26 @@ var buildPause = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(src)
-	if err := os.WriteFile(filepath.Join(src, "main.go"), images.PauseSource, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(src, "main.go"), p.source, 0o644); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module pause\n\ngo 1.22\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module "+p.name+"\n\ngo 1.24\n"), 0o644); err != nil {
 		return "", err
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		return "", fmt.Errorf("building the pause image needs the Go toolchain on PATH: %w", err)
+		return "", fmt.Errorf("building the %s program of the devnode images needs the Go toolchain on PATH: %w", p.name, err)
 	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(src, "pause"), ".")
+	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(src, p.name), ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH, "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the pause program: %w: %s", err, out)
+		return "", fmt.Errorf("build the %s program: %w: %s", p.name, err, out)
 	}
 	// Rename is atomic: a concurrent builder in another process loses
 	// nothing but its work.
-	if err := os.Rename(filepath.Join(src, "pause"), bin); err != nil {
+	if err := os.Rename(filepath.Join(src, p.name), bin); err != nil {
 		return "", err
 	}
 	return bin, nil
-})
+}

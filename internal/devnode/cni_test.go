@@ -10,6 +10,8 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 func TestCNIConfListLoads(t *testing.T) {
@@ -40,7 +42,7 @@ func TestCNIConfListLoads(t *testing.T) {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(CNIBinDir, "bridge")); err != nil {
-		t.Skipf("no CNI plugins to validate against: %v", err)
+		prereq.Missing(t, "no CNI plugins to validate against: %v", err)
 	}
 	// VERSION against the installed plugins: each must speak the list's
 	// version.

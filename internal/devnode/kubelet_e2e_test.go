@@ -16,6 +16,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 const sleeperManifest = `apiVersion: v1
@@ -67,7 +69,7 @@ func TestUpstreamKubeletRunsStaticPod(t *testing.T) {
 	ctx := testContext(t)
 	k, err := StartKubelet(ctx, n, KubeletOptions{})
 	if errors.Is(err, ErrNoKubelet) {
-		t.Skipf("%v", err)
+		prereq.Missing(t, "%v", err)
 	}
 	if err != nil {
 		t.Fatalf("StartKubelet: %v", err)

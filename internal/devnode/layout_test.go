@@ -16,6 +16,8 @@ import (
 
 	digest "github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 // layout is an OCI image layout tar read back into memory.
@@ -289,7 +291,7 @@ func TestImageKey(t *testing.T) {
 
 func TestBusyboxImage(t *testing.T) {
 	if err := checkStatic(busyboxPath); err != nil {
-		t.Skipf("no static busybox here: %v", err)
+		prereq.Missing(t, "no static busybox here: %v", err)
 	}
 	l := readLayout(t, buildLayoutBytes(t, BusyboxImage(DefaultTestImage)))
 	manifest := decodeJSON[ocispec.Manifest](t, l.blob(t, l.index.Manifests[0]))
@@ -316,24 +318,33 @@ func TestBusyboxImage(t *testing.T) {
 	if !strings.HasPrefix(entries["etc/passwd"].data, "root:x:0:0:") {
 		t.Errorf("etc/passwd %q has no root user", entries["etc/passwd"].data)
 	}
+	_, entries = readLayer(t, l.blob(t, manifest.Layers[1]))
+	expectStaticProgram(t, entries, "bin/grpchealth")
+}
+
+// expectStaticProgram checks that a layer holds an executable, static ELF
+// binary at path.
+func expectStaticProgram(t *testing.T, entries map[string]layerEntry, path string) {
+	t.Helper()
+	got := entries[path]
+	if got.mode != 0o755 || !strings.HasPrefix(got.data, "\x7fELF") {
+		t.Fatalf("%s: mode %o, %d bytes, want an executable ELF binary", path, got.mode, len(got.data))
+	}
+	bin := filepath.Join(t.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(bin, []byte(got.data), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkStatic(bin); err != nil {
+		t.Errorf("%s must be static: %v", path, err)
+	}
 }
 
 func TestPauseImage(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("building the pause program needs the go command")
+		prereq.Missing(t, "building the pause program needs the go command")
 	}
 	l := readLayout(t, buildLayoutBytes(t, PauseImage(DefaultPauseImage)))
 	manifest := decodeJSON[ocispec.Manifest](t, l.blob(t, l.index.Manifests[0]))
 	_, entries := readLayer(t, l.blob(t, manifest.Layers[0]))
-	pause := entries["pause"]
-	if pause.mode != 0o755 || !strings.HasPrefix(pause.data, "\x7fELF") {
-		t.Fatalf("pause: mode %o, %d bytes, want an executable ELF binary", pause.mode, len(pause.data))
-	}
-	bin := filepath.Join(t.TempDir(), "pause")
-	if err := os.WriteFile(bin, []byte(pause.data), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkStatic(bin); err != nil {
-		t.Errorf("the pause binary must be static: %v", err)
-	}
+	expectStaticProgram(t, entries, "pause")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/microlet/microlet/core/node/machine"
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/prereq"
 	"github.com/microlet/microlet/plugins/cgroup/planner"
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 	"github.com/microlet/microlet/sdk"
@@ -148,14 +149,13 @@ func readFile(t *testing.T, path string) string {
 // the test unless the machine has v1 controllers and the test runs as root.
 func privateV1Root(t *testing.T) (*machine.Cgroups, string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("real cgroups need root")
-	}
+	prereq.Root(t, "it makes real cgroups")
 	cg, err := machine.DetectCgroups()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cg.Version() != 1 {
+		// The machine's cgroup mode is no prerequisite one can install.
 		t.Skipf("the machine manages cgroups in v%d mode; the v1 test needs v1 or hybrid", cg.Version())
 	}
 	return cg, devnode.CgroupT(t, "microlet-test")

@@ -10,6 +10,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/microlet/microlet/core/node/machine"
+	"github.com/microlet/microlet/internal/prereq"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
 
@@ -118,7 +119,7 @@ func TestMeasurerFailsWithoutNodeMemory(t *testing.T) {
 func TestDedicatedImageFs(t *testing.T) {
 	const shm = "/dev/shm"
 	if _, err := os.Stat(shm); err != nil {
-		t.Skipf("no %s to serve as a separate filesystem: %v", shm, err)
+		prereq.Missing(t, "no %s to serve as a separate filesystem: %v", shm, err)
 	}
 	m := &Measurer{RootDir: t.TempDir(), ImageFsMount: func(context.Context) (string, error) { return shm, nil }}
 	if dedicated, err := m.DedicatedImageFs(context.Background()); err != nil || !dedicated {

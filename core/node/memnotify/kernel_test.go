@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/microlet/microlet/core/node/machine"
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 // The tests below arm real kernel notifications on private cgroups and make
@@ -146,12 +147,10 @@ func joinCgroup(t *testing.T, dir string, pid int) {
 
 func requireRoot(t *testing.T) *machine.Cgroups {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it makes cgroups")
-	}
+	prereq.Root(t, "it makes cgroups")
 	cg, err := machine.DetectCgroups()
 	if err != nil {
-		t.Skipf("no cgroups: %v", err)
+		prereq.Missing(t, "no cgroups: %v", err)
 	}
 	return cg
 }
@@ -181,6 +180,7 @@ func waitEvent(t *testing.T, n *Notifier) Event {
 func TestV1ThresholdFires(t *testing.T) {
 	cg := requireRoot(t)
 	if cg.Version() != 1 {
+		// The machine's cgroup mode is no prerequisite one can install.
 		t.Skip("the memory controller is not on cgroup v1 here")
 	}
 	root := randomCgroupRoot(t)
@@ -217,6 +217,8 @@ func TestV1ThresholdFires(t *testing.T) {
 func TestV2PSITriggerFires(t *testing.T) {
 	cg := requireRoot(t)
 	if cg.Unified == "" || cg.Version() != 1 {
+		// The machine's cgroup mode and its kernel's boot options are no
+		// prerequisites one can install.
 		t.Skip("needs a hybrid machine: the memory stall comes from a v1 memory limit")
 	}
 	if _, err := os.Stat(filepath.Join(cg.Unified, "memory.pressure")); err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 func TestHostsFileContent(t *testing.T) {
@@ -49,7 +51,7 @@ fd00::5	web.sub.default.svc.cluster.local	web
 func TestHostsFileContentHostNetwork(t *testing.T) {
 	node, err := os.ReadFile(nodeHostsPath)
 	if err != nil {
-		t.Skipf("no node hosts file to compare with: %v", err)
+		prereq.Missing(t, "no node hosts file to compare with: %v", err)
 	}
 	got, err := hostsFileContent(testPod(withHostNetwork, func(p *v1.Pod) {
 		p.Spec.HostAliases = []v1.HostAlias{{IP: "192.0.2.1", Hostnames: []string{"db"}}}

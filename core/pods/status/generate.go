@@ -19,8 +19,8 @@ type Generator struct {
 	// family. They are the pods' hostIP(s), and the podIP(s) of
 	// hostNetwork pods; the primary's family comes first in podIPs.
 	NodeIPs []string
-	// Readiness and Startup are the probes' results; nil means no result
-	// yet for any container.
+	// Readiness and Startup are the probes' results; nil means no prober
+	// (no probes plugin configured): containers count as having no probes.
 	Readiness ProbeResults
 	Startup   ProbeResults
 	// Reasons are the failures of the containers' last starts; nil means

@@ -291,3 +291,26 @@ func TestTerminalPhaseIsFinal(t *testing.T) {
 		t.Errorf("phase %s reason %q, want Failed/Evicted kept", got.Phase, got.Reason)
 	}
 }
+
+// TestWithoutAProberContainersCountAsHavingNoProbes: with no probes plugin
+// configured there is no prober, and a running container with probes is
+// started and ready, as ARCHITECTURE.md's failure policy says.
+func TestWithoutAProberContainersCountAsHavingNoProbes(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, nil, "app", "slow")
+	pod.Spec.Containers[0].ReadinessProbe = &v1.Probe{}
+	pod.Spec.Containers[1].StartupProbe = &v1.Probe{}
+	runtime := runtimeStatus([]string{"10.1.0.5"},
+		instance("c-app", "app", container.StateRunning, 5),
+		instance("c-slow", "slow", container.StateRunning, 5),
+	)
+	g := &Generator{RuntimeName: "containerd", NodeIPs: []string{"192.168.1.10"}}
+	s := g.PodStatus(pod, runtime, v1.PodStatus{}, false)
+	for _, c := range s.ContainerStatuses {
+		if !c.Ready || c.Started == nil || !*c.Started {
+			t.Errorf("%s: ready=%v started=%v; want both true without a prober", c.Name, c.Ready, c.Started)
+		}
+	}
+	if conditionSummary(s)[v1.PodReady] != v1.ConditionTrue {
+		t.Errorf("pod conditions %v; want Ready", conditionSummary(s))
+	}
+}

@@ -32,7 +32,7 @@ func result(r ProbeResults, apiID string) (success, found bool) {
 
 // containerStarted is upstream's prober isContainerStarted: a running
 // container has started once its startup probe succeeded, or at once
-// without a startup probe.
+// without a startup probe or without a prober.
 func (g *Generator) containerStarted(c *v1.Container, s *v1.ContainerStatus) bool {
 	if s.State.Running == nil {
 		return false
@@ -40,12 +40,12 @@ func (g *Generator) containerStarted(c *v1.Container, s *v1.ContainerStatus) boo
 	if success, found := result(g.Startup, s.ContainerID); found {
 		return success
 	}
-	return c == nil || c.StartupProbe == nil
+	return c == nil || c.StartupProbe == nil || g.Startup == nil
 }
 
 // containerReady is upstream's readiness rule: a started, running
 // container is ready once its readiness probe succeeded, or at once
-// without a readiness probe.
+// without a readiness probe or without a prober.
 func (g *Generator) containerReady(c *v1.Container, s *v1.ContainerStatus) bool {
 	if s.State.Running == nil {
 		return false
@@ -53,7 +53,7 @@ func (g *Generator) containerReady(c *v1.Container, s *v1.ContainerStatus) bool 
 	if success, found := result(g.Readiness, s.ContainerID); found && success {
 		return true
 	}
-	return c == nil || c.ReadinessProbe == nil
+	return c == nil || c.ReadinessProbe == nil || g.Readiness == nil
 }
 
 // applyProbeResults sets started and ready on the container statuses, as

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 // The real node's /proc and cgroup tree: the readers must understand what
@@ -43,7 +45,7 @@ func TestHostProc(t *testing.T) {
 func TestHostCgroupRoot(t *testing.T) {
 	c, err := OpenCgroups("/sys/fs/cgroup")
 	if err != nil {
-		t.Skipf("no cgroup tree here: %v", err)
+		prereq.Missing(t, "no cgroup tree here: %v", err)
 	}
 	p, _ := OpenProc("/proc")
 	mem, _ := p.Meminfo()
@@ -62,12 +64,14 @@ func TestHostCgroupRoot(t *testing.T) {
 // TestHostCgroupV1 makes a cgroup of its own on a v1 host, puts a process
 // in it, and reads it back.
 func TestHostCgroupV1(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make cgroups")
-	}
+	prereq.Root(t, "it makes cgroups")
 	c, err := OpenCgroups("/sys/fs/cgroup")
-	if err != nil || c.Version() != 1 {
-		t.Skipf("not a cgroup v1 host (%v)", err)
+	if err != nil {
+		prereq.Missing(t, "no cgroup tree here: %v", err)
+	}
+	if c.Version() != 1 {
+		// The machine's cgroup mode is no prerequisite one can install.
+		t.Skip("not a cgroup v1 host")
 	}
 	path := fmt.Sprintf("/microlet-stats-test-%d/pod", os.Getpid())
 	var dirs []string

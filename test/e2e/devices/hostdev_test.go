@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 const fuse = "microlet.dev/fuse"
@@ -62,7 +64,7 @@ func checkpointEntries(t *testing.T, rootDir string) []string {
 // crash of the core without the pod restarting.
 func TestHostdevFuse(t *testing.T) {
 	if info, err := os.Stat("/dev/fuse"); err != nil || info.Mode()&fs.ModeCharDevice == 0 {
-		t.Skipf("this host has no /dev/fuse character device (%v)", err)
+		prereq.Missing(t, "this host has no /dev/fuse character device (%v); load the fuse module: modprobe fuse", err)
 	}
 	n := startNode(t, hostdevFuse)
 

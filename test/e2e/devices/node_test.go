@@ -109,7 +109,13 @@ func (n *testNode) writeConfig() {
 	fmt.Fprintf(&b, "address = \"127.0.0.1\"\nport = 0\nread_only_port = %s\n", n.readOnlyAddr[strings.LastIndex(n.readOnlyAddr, ":")+1:])
 	b.WriteString("plugin \"cgroup\" \"default\" {}\n")
 	b.WriteString(n.plugins)
-	if err := os.WriteFile(n.configPath, []byte(b.String()), 0o644); err != nil {
+	// By rename: a running core reloads the config and must not read it
+	// half written.
+	tmp := filepath.Join(n.dir, ".microlet.hcl.tmp")
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, n.configPath); err != nil {
 		n.t.Fatal(err)
 	}
 }

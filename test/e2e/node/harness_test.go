@@ -13,6 +13,7 @@ import (
 
 	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/e2e"
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 // nodeName is every test node's name: static pod "web" runs as "web-e2e-node".
@@ -37,6 +38,9 @@ func defaultPlugins() []plugin {
 type nodeOptions struct {
 	// plugins are the plugin blocks; nil: defaultPlugins.
 	plugins []plugin
+	// settings are extra top-level lines of the config, verbatim
+	// (`http_check_frequency = "1s"`, `plugin_host { restart_budget = 1 }`).
+	settings []string
 }
 
 // testNode is a private containerd plus the real microlet process on it.
@@ -53,6 +57,7 @@ type testNode struct {
 	// readOnlyAddr is the node API's read-only port (/pods, /metrics).
 	readOnlyAddr string
 	plugins      []plugin
+	settings     []string
 
 	// log is what every run of the core wrote (its plugins' lines included).
 	log  *e2e.SyncBuffer
@@ -66,10 +71,8 @@ type testNode struct {
 // the cgroup root, the files.
 func startNode(t *testing.T, opts nodeOptions) *testNode {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("the node runs containerd and makes cgroups: it needs root")
-	}
-	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins}
+	prereq.Root(t, "the node runs containerd and makes cgroups")
+	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins, settings: opts.settings}
 	if n.plugins == nil {
 		n.plugins = defaultPlugins()
 	}
@@ -134,6 +137,9 @@ func (n *testNode) writeConfig() {
 	// no secure port, which nodes running side by side would all want on
 	// 10250.
 	fmt.Fprintf(&b, "address = \"127.0.0.1\"\nport = 0\nread_only_port = %s\n", strings.TrimPrefix(n.readOnlyAddr, "127.0.0.1:"))
+	for _, line := range n.settings {
+		b.WriteString(line + "\n")
+	}
 	for _, p := range n.plugins {
 		fmt.Fprintf(&b, "\nplugin %q %q {\n", p.kind, p.name)
 		if p.sha256 != "" {

@@ -48,15 +48,22 @@ func (n *testNode) healthzChecks() []string {
 // exactly the given labels.
 func (n *testNode) metric(name string, labels map[string]string) (float64, bool) {
 	n.t.Helper()
-	resp, err := httpClient.Get("http://" + n.readOnlyAddr + "/metrics")
+	return n.metricAt("/metrics", name, labels)
+}
+
+// metricAt reads one sample of the metrics the node API serves on path
+// (/metrics, /metrics/probes, ...).
+func (n *testNode) metricAt(path, name string, labels map[string]string) (float64, bool) {
+	n.t.Helper()
+	resp, err := httpClient.Get("http://" + n.readOnlyAddr + path)
 	if err != nil {
-		n.t.Fatalf("GET /metrics: %v", err)
+		n.t.Fatalf("GET %s: %v", path, err)
 	}
 	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		n.t.Fatalf("GET /metrics: %v", err)
+		n.t.Fatalf("GET %s: %v", path, err)
 	}
 	family, ok := families[name]
 	if !ok {
