@@ -170,7 +170,10 @@ plugin_host {
 # imagegc, probes, cgroup and stats take at most one block each; devices
 # takes several. Kind and name are lowercase letters, digits and '-'.
 # Each config body is handed to the plugin verbatim; the plugin documents
-# and validates its keys, so the bodies here are left empty.
+# and validates its keys, so the bodies here are left empty where the
+# plugin's defaults suffice. `microlet config validate --plugin-dir
+# $PWD/_output/bin examples/microlet.hcl` checks this file against the
+# built plugins.
 plugin "eviction" "kubelet" {
   # File name in plugin_dir. Empty: microlet-<kind>-<name>.
   binary = ""
@@ -201,5 +204,8 @@ plugin "stats" "default" {
 }
 
 plugin "devices" "hostdev" {
-  config {}
+  # hostdev has no default resource: it offers the device nodes named here.
+  config {
+    resources = [{ name = "microlet.dev/fuse", paths = ["/dev/fuse"] }]
+  }
 }

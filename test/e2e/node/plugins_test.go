@@ -61,12 +61,18 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("exit code %d, stdout %q, stderr %q; want 0 and config ok", code, stdout, stderr)
 		}
 	})
+	t.Run("the shipped example", func(t *testing.T) {
+		stdout, stderr, code := validate(t, "../../../examples/microlet.hcl", "--plugin-dir", binDir)
+		if code != 0 || !strings.Contains(stdout, "config ok") {
+			t.Errorf("exit code %d, stdout %q, stderr %q; want 0 and config ok", code, stdout, stderr)
+		}
+	})
 }
 
-// validate runs microlet config validate on path.
-func validate(t *testing.T, path string) (stdout, stderr string, code int) {
+// validate runs microlet config validate on path with flags.
+func validate(t *testing.T, path string, flags ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := microletCommand("config", "validate", path)
+	cmd := microletCommand(append(append([]string{"config", "validate"}, flags...), path)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
