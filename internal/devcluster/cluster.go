@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -48,7 +49,8 @@ type Options struct {
 	// KubeBin holds kube-apiserver; default: $KUBE_TOOLS_BIN, else
 	// <module root>/.cache/kube/bin.
 	KubeBin string
-	// Etcd is the etcd binary; default: etcd on $PATH.
+	// Etcd is the etcd binary; default: etcd on $PATH, installed from
+	// Debian's etcd-server if missing.
 	Etcd string
 }
 
@@ -70,7 +72,7 @@ type Cluster struct {
 }
 
 // StartT starts a cluster for t and closes it in t.Cleanup. It skips t
-// when a binary is missing.
+// when a binary is missing (fails it under CI=true).
 func StartT(t testing.TB, opts ...Options) *Cluster {
 	t.Helper()
 	var o Options
@@ -79,7 +81,7 @@ func StartT(t testing.TB, opts ...Options) *Cluster {
 	}
 	c, err := Start(context.Background(), o)
 	if errors.Is(err, ErrPrerequisites) {
-		t.Skipf("devcluster: %v", err)
+		devnode.SkipOrFail(t, "devcluster: %v", err)
 	}
 	if err != nil {
 		t.Fatalf("devcluster: %v", err)
@@ -95,7 +97,7 @@ func StartT(t testing.TB, opts ...Options) *Cluster {
 // Start brings up etcd and the API server and waits until the API server
 // is ready. On error it leaves nothing behind.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
-	apiserver, etcdBin, err := binaries(opts)
+	apiserver, etcdBin, err := binaries(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -169,8 +171,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	return c, nil
 }
 
-// binaries finds kube-apiserver and etcd.
-func binaries(opts Options) (apiserver, etcd string, err error) {
+// binaries finds kube-apiserver and etcd, installing Debian's etcd-server
+// when etcd is missing.
+func binaries(ctx context.Context, opts Options) (apiserver, etcd string, err error) {
 	bin := opts.KubeBin
 	if bin == "" {
 		if bin, err = devnode.KubeToolsDir(); err != nil {
@@ -184,6 +187,9 @@ func binaries(opts Options) (apiserver, etcd string, err error) {
 	}
 	etcd = opts.Etcd
 	if etcd == "" {
+		if err := devnode.EnsureProgram(ctx, hclog.NewNullLogger(), "etcd", "etcd-server"); err != nil {
+			return "", "", fmt.Errorf("%w: %v", ErrPrerequisites, err)
+		}
 		if etcd, err = exec.LookPath("etcd"); err != nil {
 			return "", "", fmt.Errorf("%w: no etcd on PATH; install Debian's etcd-server", ErrPrerequisites)
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -44,9 +45,9 @@ var requirements = []requirement{
 
 // missingPackages returns the Debian packages whose programs are missing,
 // in a stable order.
-func missingPackages() []string {
+func missingPackages(reqs []requirement) []string {
 	var pkgs []string
-	for _, r := range requirements {
+	for _, r := range reqs {
 		if slices.Contains(pkgs, r.pkg) {
 			continue
 		}
@@ -68,12 +69,25 @@ func missingPackages() []string {
 // installMu serialises installs of the nodes one process starts at once.
 var installMu sync.Mutex
 
-// ensurePrerequisites installs what is missing with apt-get when running as
-// root, and otherwise says which command to run.
+// ensurePrerequisites installs what the node needs.
 func ensurePrerequisites(ctx context.Context, log hclog.Logger) error {
+	return ensurePackages(ctx, log, requirements)
+}
+
+// EnsureProgram installs Debian package pkg when program is missing, as a
+// node's own prerequisites are: a test's other programs (etcd) are installed
+// by the test that needs them, so `make test` on a fresh machine runs every
+// suite.
+func EnsureProgram(ctx context.Context, log hclog.Logger, program, pkg string) error {
+	return ensurePackages(ctx, log, []requirement{{program, pkg}})
+}
+
+// ensurePackages installs what reqs miss with apt-get when running as
+// root, and otherwise says which command to run.
+func ensurePackages(ctx context.Context, log hclog.Logger, reqs []requirement) error {
 	installMu.Lock()
 	defer installMu.Unlock()
-	missing := missingPackages()
+	missing := missingPackages(reqs)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -93,7 +107,7 @@ func ensurePrerequisites(ctx context.Context, log hclog.Logger) error {
 			return fmt.Errorf("%w: %s: %v", ErrPrerequisites, strings.Join(missing, ", "), err)
 		}
 	}
-	if still := missingPackages(); len(still) > 0 {
+	if still := missingPackages(reqs); len(still) > 0 {
 		return fmt.Errorf("%w: apt-get install %s succeeded, yet the programs of %s are still not found (is PATH complete?)",
 			ErrPrerequisites, strings.Join(missing, " "), strings.Join(still, ", "))
 	}
@@ -107,6 +121,21 @@ func aptGet(ctx context.Context, args ...string) error {
 		return fmt.Errorf("apt-get %s: %w: %s", strings.Join(args, " "), err, lastLines(out, 10))
 	}
 	return nil
+}
+
+// envCI is set to true by CI systems (GitHub Actions, GitLab, ...).
+const envCI = "CI"
+
+// SkipOrFail ends a test whose prerequisite is missing: a skip on a
+// developer's machine, a failure under CI=true, where a skipped suite would
+// let the run pass without testing anything.
+func SkipOrFail(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv(envCI) == "true" {
+		t.Fatalf(format+" (CI=true: a missing prerequisite fails the test)", args...)
+		return
+	}
+	t.Skipf(format, args...)
 }
 
 // lastLines returns at most n trailing lines of out, for error messages.

@@ -15,7 +15,8 @@ import (
 // StartT starts a node for a test or benchmark and closes it in
 // t.Cleanup, failing the test if anything was left behind. It skips the
 // test when not running as root, or when containerd, runc, the CNI plugins
-// or busybox-static are missing and cannot be installed. Pass at most one
+// or busybox-static are missing and cannot be installed (fails it under
+// CI=true, SkipOrFail). Pass at most one
 // Options; the default logger writes to the test's log.
 func StartT(t testing.TB, opts ...Options) *Node {
 	t.Helper()
@@ -23,7 +24,7 @@ func StartT(t testing.TB, opts ...Options) *Node {
 		t.Fatalf("devnode.StartT: got %d Options, want at most one", len(opts))
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("devnode: needs root (containerd, runc, CNI, mounts, network namespaces)")
+		SkipOrFail(t, "devnode: needs root (containerd, runc, CNI, mounts, network namespaces)")
 	}
 	var o Options
 	if len(opts) == 1 {
@@ -34,7 +35,7 @@ func StartT(t testing.TB, opts ...Options) *Node {
 	}
 	n, err := Start(context.Background(), o)
 	if errors.Is(err, ErrPrerequisites) {
-		t.Skipf("devnode: %v", err)
+		SkipOrFail(t, "devnode: %v", err)
 	}
 	if err != nil {
 		t.Fatalf("devnode: %v", err)
