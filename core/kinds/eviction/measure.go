@@ -187,7 +187,7 @@ func (m *Measurer) cgroupMemory(cgroup string, now *timestamppb.Timestamp) (*typ
 
 // memoryStats is usage with the working set cAdvisor computes from it.
 func memoryStats(usage, inactiveFile uint64, now *timestamppb.Timestamp) *typesv1.MemoryStats {
-	workingSet := usage - min(usage, inactiveFile)
+	workingSet := nodefacts.WorkingSet(usage, inactiveFile)
 	return &typesv1.MemoryStats{Time: now, UsageBytes: &usage, WorkingSetBytes: &workingSet}
 }
 
