@@ -129,7 +129,7 @@ authorization {
   }
 }
 
-# Cgroup driver: cgroupfs or systemd.
+# Cgroup driver: cgroupfs (the kubelet's systemd driver is refused until microlet has it).
 cgroup_driver = "cgroupfs"
 # Root cgroup under which the agent places pods.
 cgroup_root = "/"

@@ -199,6 +199,14 @@ eviction_max_pods_per_cycle = 0
 			},
 		},
 		{
+			// The agent cannot run it yet: config validate must say so too.
+			name: "the systemd cgroup driver",
+			src:  sources{main: "cgroup_driver = \"systemd\"\n"},
+			want: []string{
+				`{main}:1: cgroup_driver: "systemd" is not supported yet: microlet manages cgroups with the cgroupfs driver only; set cgroup_driver = "cgroupfs" and configure the runtime likewise (containerd: SystemdCgroup = false)`,
+			},
+		},
+		{
 			name: "validation of the node API",
 			src: sources{main: `port = 10248
 read_only_port = 70000
