@@ -49,7 +49,9 @@ max_parallel_image_pulls = 0
 cni_conf_dir = "/etc/cni/net.d"
 # Directories searched for CNI plugin binaries, for the same check.
 cni_bin_dirs = ["/opt/cni/bin", "/usr/lib/cni"]
-# Write a bridge network for pod_cidr into cni_conf_dir when it holds none (as kubenet did).
+# Write a bridge network for pod_cidr into cni_conf_dir at start when it holds none (as kubenet
+# did): bridge cbr0, host-local addresses from pod_cidr, portmap for hostPorts. cni_conf_dir must be
+# the directory the runtime reads (containerd: plugins."io.containerd.grpc.v1.cri".cni.conf_dir).
 cni_bridge_config = false
 # Node address; one IP, or an IPv4 and an IPv6 one separated by a comma. Flag --node-ip.
 node_ip = ""

@@ -37,6 +37,10 @@ func defaultPlugins() []plugin {
 type nodeOptions struct {
 	// plugins are the plugin blocks; nil: defaultPlugins.
 	plugins []plugin
+	// bridgeNetwork starts the node without the devnode's CNI network:
+	// microlet writes one for pod_cidr (cni_bridge_config), on the
+	// devnode's subnet so that parallel nodes never overlap.
+	bridgeNetwork bool
 }
 
 // testNode is a private containerd plus the real microlet process on it.
@@ -51,8 +55,9 @@ type testNode struct {
 	configPath, manifestDir, rootDir    string
 	pushSocket, healthzAddr, cgroupRoot string
 	// readOnlyAddr is the node API's read-only port (/pods, /metrics).
-	readOnlyAddr string
-	plugins      []plugin
+	readOnlyAddr  string
+	plugins       []plugin
+	bridgeNetwork bool
 
 	// log is what every run of the core wrote (its plugins' lines included).
 	log  *e2e.SyncBuffer
@@ -69,7 +74,7 @@ func startNode(t *testing.T, opts nodeOptions) *testNode {
 	if os.Geteuid() != 0 {
 		t.Skip("the node runs containerd and makes cgroups: it needs root")
 	}
-	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins}
+	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins, bridgeNetwork: opts.bridgeNetwork}
 	if n.plugins == nil {
 		n.plugins = defaultPlugins()
 	}
@@ -87,8 +92,22 @@ func startNode(t *testing.T, opts nodeOptions) *testNode {
 
 	n.cgroupRoot = devnode.CgroupT(t, "microlet-e2e")
 
+	if n.bridgeNetwork {
+		t.Cleanup(func() { removeBridgeNetwork(t) }) // after the devnode removed its pods
+	}
 	n.dev = devnode.StartT(t)
 	n.cri = n.dev.RuntimeClient()
+	if n.bridgeNetwork {
+		files, err := filepath.Glob(filepath.Join(n.dev.CNIConfDir, "*.conflist"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("the devnode's CNI network config in %s: %v %v", n.dev.CNIConfDir, files, err)
+		}
+		for _, f := range files {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	for _, addr := range []*string{&n.healthzAddr, &n.readOnlyAddr} {
 		port, err := e2e.FreePort()
 		if err != nil {
@@ -129,6 +148,9 @@ func (n *testNode) writeConfig() {
 		fmt.Fprintf(&b, "%s = %q\n", kv[0], kv[1])
 	}
 	fmt.Fprintf(&b, "cni_bin_dirs = [%q]\n", n.dev.CNIBinDir)
+	if n.bridgeNetwork {
+		fmt.Fprintf(&b, "cni_bridge_config = true\npod_cidr = %q\n", n.dev.Subnet)
+	}
 	fmt.Fprintf(&b, "healthz_port = %s\n", strings.TrimPrefix(n.healthzAddr, "127.0.0.1:"))
 	// The node API: its read-only port on loopback for /pods and /metrics;
 	// no secure port, which nodes running side by side would all want on
