@@ -19,8 +19,9 @@ import (
 const nodeName = "e2e-node"
 
 // plugin is one plugin block of the generated config; body goes inside its
-// config { } block, verbatim, and sha256, when set, pins the binary.
-type plugin struct{ kind, name, body, sha256 string }
+// config { } block, verbatim, sha256, when set, pins the binary, and binary,
+// when set, names it.
+type plugin struct{ kind, name, body, sha256, binary string }
 
 // defaultPlugins are the plugins a node runs unless a test says otherwise:
 // every kind the build provides, with its default implementation.
@@ -160,6 +161,9 @@ func (n *testNode) writeConfig() {
 		fmt.Fprintf(&b, "\nplugin %q %q {\n", p.kind, p.name)
 		if p.sha256 != "" {
 			fmt.Fprintf(&b, "  sha256 = %q\n", p.sha256)
+		}
+		if p.binary != "" {
+			fmt.Fprintf(&b, "  binary = %q\n", p.binary)
 		}
 		fmt.Fprintf(&b, "  config {\n%s\n  }\n}\n", p.body)
 	}

@@ -114,3 +114,41 @@ func TestEvictionStrategySwitchedByEditingTheConfig(t *testing.T) {
 	}
 	n.expectUntouched(pods)
 }
+
+// A config naming a binary that does not exist cannot be applied: the old
+// process keeps serving, and /healthz and the config_applied metric say
+// that the node runs something other than its config asks.
+func TestConfigNamingAMissingBinaryShowsInHealth(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOptions{plugins: []plugin{{kind: "cgroup", name: "default"}, {kind: "eviction", name: "kubelet"}}})
+	serving := n.pluginPID("eviction", "kubelet")
+	for i, p := range n.plugins {
+		if p.kind == "eviction" {
+			n.plugins[i].binary = "microlet-eviction-missing"
+		}
+	}
+	n.writeConfig()
+	n.eventually("healthz fails the eviction plugin's check for the config it does not run", func() (bool, string) {
+		code, body := n.healthz("?verbose")
+		return code == 500 && strings.Contains(body, "[-]plugin-eviction-kubelet failed: ") &&
+			strings.Contains(body, "does not run what the config asks") && strings.Contains(body, "microlet-eviction-missing"), body
+	})
+	if pid := n.pluginPID("eviction", "kubelet"); pid != serving {
+		t.Errorf("the eviction plugin's process is %d, want %d still serving", pid, serving)
+	}
+	if v, ok := n.metric("microlet_plugin_config_applied", map[string]string{"kind": "eviction", "name": "kubelet"}); !ok || v != 0 {
+		t.Errorf("microlet_plugin_config_applied{eviction,kubelet} = %v (found %v), want 0", v, ok)
+	}
+
+	// Back to the binary that exists: applied again, healthy.
+	for i, p := range n.plugins {
+		if p.kind == "eviction" {
+			n.plugins[i].binary = ""
+		}
+	}
+	n.writeConfig()
+	n.eventually("healthz passes once the config is applied", func() (bool, string) {
+		code, body := n.healthz("?verbose")
+		return code == 200, body
+	})
+}
