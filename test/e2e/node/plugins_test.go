@@ -121,12 +121,9 @@ func TestEvictionStrategySwitchedByEditingTheConfig(t *testing.T) {
 func TestConfigNamingAMissingBinaryShowsInHealth(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeOptions{plugins: []plugin{{kind: "cgroup", name: "default"}, {kind: "eviction", name: "kubelet"}}})
+	eviction := &n.plugins[1]
 	serving := n.pluginPID("eviction", "kubelet")
-	for i, p := range n.plugins {
-		if p.kind == "eviction" {
-			n.plugins[i].binary = "microlet-eviction-missing"
-		}
-	}
+	eviction.binary = "microlet-eviction-missing"
 	n.writeConfig()
 	n.eventually("healthz fails the eviction plugin's check for the config it does not run", func() (bool, string) {
 		code, body := n.healthz("?verbose")
@@ -141,11 +138,7 @@ func TestConfigNamingAMissingBinaryShowsInHealth(t *testing.T) {
 	}
 
 	// Back to the binary that exists: applied again, healthy.
-	for i, p := range n.plugins {
-		if p.kind == "eviction" {
-			n.plugins[i].binary = ""
-		}
-	}
+	eviction.binary = ""
 	n.writeConfig()
 	n.eventually("healthz passes once the config is applied", func() (bool, string) {
 		code, body := n.healthz("?verbose")
