@@ -80,13 +80,7 @@ var lockPath = filepath.Join(runRoot, ".lock")
 // holding the lock means holding the file lockPath names.
 func lockRunRoot() (unlock func(), err error) {
 	for {
-		if err := os.MkdirAll(runRoot, 0o755); err != nil {
-			return nil, err
-		}
-		lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o644)
-		if errors.Is(err, os.ErrNotExist) {
-			continue // runRoot was removed after MkdirAll
-		}
+		lock, err := openInRunRoot(filepath.Base(lockPath))
 		if err != nil {
 			return nil, err
 		}
@@ -104,6 +98,21 @@ func lockRunRoot() (unlock func(), err error) {
 			return func() { lock.Close() }, nil
 		}
 		lock.Close()
+	}
+}
+
+// openInRunRoot opens (creating) a lock file in runRoot, which the last
+// node to close removes when it is empty (releaseSlot): a removal between
+// creating runRoot and opening the file is retried.
+func openInRunRoot(name string) (*os.File, error) {
+	for {
+		if err := os.MkdirAll(runRoot, 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(filepath.Join(runRoot, name), os.O_CREATE|os.O_RDWR, 0o644)
+		if !errors.Is(err, os.ErrNotExist) {
+			return f, err
+		}
 	}
 }
 
