@@ -73,7 +73,7 @@ type testNode struct {
 func startNode(t *testing.T, opts nodeOptions) *testNode {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("the node runs containerd and makes cgroups: it needs root")
+		devnode.SkipOrFail(t, "the node runs containerd and makes cgroups: it needs root")
 	}
 	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins, bridgeNetwork: opts.bridgeNetwork}
 	if n.plugins == nil {
