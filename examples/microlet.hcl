@@ -49,7 +49,9 @@ max_parallel_image_pulls = 0
 cni_conf_dir = "/etc/cni/net.d"
 # Directories searched for CNI plugin binaries, for the same check.
 cni_bin_dirs = ["/opt/cni/bin", "/usr/lib/cni"]
-# Write a bridge network for pod_cidr into cni_conf_dir when it holds none (as kubenet did).
+# Write a bridge network for pod_cidr into cni_conf_dir at start when it holds none (as kubenet
+# did): bridge cbr0, host-local addresses from pod_cidr, portmap for hostPorts. cni_conf_dir must be
+# the directory the runtime reads (containerd: plugins."io.containerd.grpc.v1.cri".cni.conf_dir).
 cni_bridge_config = false
 # Node address; one IP, or an IPv4 and an IPv6 one separated by a comma. Flag --node-ip.
 node_ip = ""
@@ -157,7 +159,7 @@ authorization {
   }
 }
 
-# Cgroup driver: cgroupfs or systemd.
+# Cgroup driver: cgroupfs (the kubelet's systemd driver is refused until microlet has it).
 cgroup_driver = "cgroupfs"
 # Root cgroup under which the agent places pods.
 cgroup_root = "/"
@@ -198,7 +200,10 @@ plugin_host {
 # imagegc, probes, cgroup and stats take at most one block each; devices
 # takes several. Kind and name are lowercase letters, digits and '-'.
 # Each config body is handed to the plugin verbatim; the plugin documents
-# and validates its keys, so the bodies here are left empty.
+# and validates its keys, so the bodies here are left empty where the
+# plugin's defaults suffice. `microlet config validate --plugin-dir
+# $PWD/_output/bin examples/microlet.hcl` checks this file against the
+# built plugins.
 plugin "eviction" "kubelet" {
   # File name in plugin_dir. Empty: microlet-<kind>-<name>.
   binary = ""
@@ -229,5 +234,8 @@ plugin "stats" "default" {
 }
 
 plugin "devices" "hostdev" {
-  config {}
+  # hostdev has no default resource: it offers the device nodes named here.
+  config {
+    resources = [{ name = "microlet.dev/fuse", paths = ["/dev/fuse"] }]
+  }
 }

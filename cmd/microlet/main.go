@@ -1,8 +1,9 @@
 // Command microlet is the node agent.
 //
-//	microlet [flags]                          run the agent
+//	microlet [flags] [FILE]                   run the agent
 //	microlet config validate [flags] [FILE]   check a config, including every plugin's block
-//	microlet version
+//	microlet version                          print the version (also --version)
+//	microlet help                             print the usage (also --help, -h)
 //
 // Flags are the kubelet's where it has one (--config, --config-dir,
 // --root-dir, --pod-manifest-path, ...); see docs/configuration.md.
@@ -34,18 +35,21 @@ func main() {
 	switch {
 	case len(args) >= 2 && args[0] == "config" && args[1] == "validate":
 		os.Exit(validateCommand(args[2:]))
-	case len(args) >= 1 && args[0] == "version":
-		fmt.Println("microlet", version)
 	default:
+		if code, done := helpOrVersion(args, os.Stdout); done {
+			os.Exit(code)
+		}
 		os.Exit(runCommand(args))
 	}
 }
 
 // loadConfig parses flags (a positional FILE is the main config file) and
-// loads the config from every source.
+// loads the config from every source. --help prints the usage and returns
+// pflag.ErrHelp.
 func loadConfig(name string, args []string) (*config.Config, config.LoadOptions, error) {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	config.RegisterFlags(fs)
+	fs.Usage = func() { printUsage(os.Stdout, fs) }
 	if err := fs.Parse(args); err != nil {
 		return nil, config.LoadOptions{}, err
 	}

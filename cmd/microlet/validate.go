@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/pflag"
 
 	"github.com/microlet/microlet/core/agent"
 	"github.com/microlet/microlet/core/config"
@@ -20,6 +22,9 @@ import (
 // the purpose). It prints one line per problem and exits 1 if there is any.
 func validateCommand(args []string) int {
 	cfg, _, err := loadConfig("microlet config validate", args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

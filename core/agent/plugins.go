@@ -54,7 +54,9 @@ func PluginSpecs(cfg *config.Config) []pluginhost.Spec {
 }
 
 // pluginChecks keeps one healthz check per plugin slot in step with the
-// host: a slot that has used up its restart budget fails its check.
+// host: a slot that has used up its restart budget fails its check, and so
+// does one whose process serves something other than the config asks for
+// (a swap to the config's spec failed and the old process kept serving).
 type pluginChecks struct {
 	healthz *healthz.Healthz
 	host    *pluginhost.Host
@@ -88,6 +90,10 @@ func (c *pluginChecks) check(kind, name string) error {
 		if st.State == pluginhost.Failed {
 			return fmt.Errorf("plugin %s/%s failed (%s); the core applies the %s fallback: %s",
 				kind, name, st.LastError, kind, pluginhost.Kinds[kind].Fallback)
+		}
+		if st.ConfigNotApplied != "" {
+			return fmt.Errorf("plugin %s/%s (pid %d) does not run what the config asks: %s",
+				kind, name, st.PID, st.ConfigNotApplied)
 		}
 		return nil
 	}

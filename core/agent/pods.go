@@ -20,6 +20,7 @@ import (
 	"github.com/microlet/microlet/core/kinds/probes"
 	"github.com/microlet/microlet/core/kinds/stats"
 	"github.com/microlet/microlet/core/node/machine"
+	"github.com/microlet/microlet/core/node/network"
 	"github.com/microlet/microlet/core/pods/pleg"
 	"github.com/microlet/microlet/core/pods/podcache"
 	"github.com/microlet/microlet/core/pods/podconfig"
@@ -72,6 +73,16 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 	nodeIPs, err := nodeIPs(cfg.NodeIP)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.CNIBridgeConfig {
+		wrote, err := network.WriteBridgeConfig(cfg.CNIConfDir, cfg.PodCIDR, network.BridgeName)
+		if err != nil {
+			return nil, fmt.Errorf("cni_bridge_config: %w", err)
+		}
+		if wrote {
+			a.log.Info("wrote a bridge network for pod_cidr", "file", filepath.Join(cfg.CNIConfDir, network.BridgeConfigFile),
+				"pod_cidr", cfg.PodCIDR, "bridge", network.BridgeName)
+		}
 	}
 	p := &pods{cri: client, poller: cri.NewStatusPoller(client, cri.DefaultStatusPollInterval), cache: podcache.New()}
 	p.health = newNodeHealth(p.poller, cfg.CNIConfDir, cfg.CNIBinDirs)

@@ -132,7 +132,7 @@ type Config struct {
 	Authentication Authentication `config:"authentication"`
 	Authorization  Authorization  `config:"authorization"`
 
-	CgroupDriver string `config:"cgroup_driver"` // cgroupfs or systemd
+	CgroupDriver string `config:"cgroup_driver"` // cgroupfs; systemd is refused until it exists
 	CgroupRoot   string `config:"cgroup_root"`
 	// EvictionMonitoringInterval is the period of eviction cycles (the
 	// kubelet's evictionMonitoringPeriod).

@@ -15,9 +15,11 @@ func TestErrors(t *testing.T) {
 		want []string
 	}{
 		{
+			// HCL v1's parser notices the missing value two lines later,
+			// at the end of the file; the error names the "=" (syntaxHint).
 			name: "syntax error names file, line and column",
 			src:  sources{main: "log_level = \"info\"\nplugin_host {\n  call_timeout = \n}\n"},
-			want: []string{`{main}:5:1: syntax error: object expected closing RBRACE got: EOF`},
+			want: []string{`{main}:3:16: syntax error: expected a value after "=" (noticed at 5:1: object expected closing RBRACE got: EOF)`},
 		},
 		{
 			name: "syntax error in a drop-in; other files still load",
@@ -196,6 +198,14 @@ eviction_max_pods_per_cycle = 0
 				`{main}:12: healthz_bind_address: expected an IP address, got "localhost"`,
 				`{main}:13: static_pod_url: expected an http or https URL, got "ftp://example.test/pods"`,
 				`{main}:14: static_pod_url_header: expected HTTP header names, got "Bad Header"`,
+			},
+		},
+		{
+			// The agent cannot run it yet: config validate must say so too.
+			name: "the systemd cgroup driver",
+			src:  sources{main: "cgroup_driver = \"systemd\"\n"},
+			want: []string{
+				`{main}:1: cgroup_driver: "systemd" is not supported yet: microlet manages cgroups with the cgroupfs driver only; set cgroup_driver = "cgroupfs" and configure the runtime likewise (containerd: SystemdCgroup = false)`,
 			},
 		},
 		{

@@ -39,7 +39,7 @@ func newHCLParser(file string) *hclParser {
 func (p *hclParser) Unmarshal(b []byte) (map[string]any, error) {
 	f, err := hclparser.Parse(b)
 	if err != nil {
-		return nil, p.syntaxError(err)
+		return nil, p.syntaxError(b, err)
 	}
 	// The HCL parser always returns a file's items as an object list.
 	return p.object(f.Node.(*ast.ObjectList), "", true), nil
@@ -50,17 +50,26 @@ func (p *hclParser) Marshal(map[string]any) ([]byte, error) {
 	return nil, errors.New("config: writing HCL is not supported")
 }
 
-// syntaxError rewrites the HCL parser's "At 3:7: ..." as file:3:7.
-func (p *hclParser) syntaxError(err error) *Error {
+// syntaxError rewrites the HCL parser's "At 3:7: ..." as file:3:7, or
+// names the line where the mistake most likely is (syntaxHint) and says
+// where the parser noticed it.
+func (p *hclParser) syntaxError(src []byte, err error) *Error {
 	var pe *hclparser.PosError
-	if errors.As(err, &pe) {
+	if !errors.As(err, &pe) {
+		return &Error{Position: Position{File: p.file}, Message: "syntax error: " + err.Error()}
+	}
+	if pos, hint, ok := syntaxHint(src, pe.Pos); ok {
 		return &Error{
-			Position: Position{File: p.file, Line: pe.Pos.Line},
-			Column:   pe.Pos.Column,
-			Message:  "syntax error: " + pe.Err.Error(),
+			Position: Position{File: p.file, Line: pos.Line},
+			Column:   pos.Column,
+			Message:  fmt.Sprintf("syntax error: %s (noticed at %d:%d: %v)", hint, pe.Pos.Line, pe.Pos.Column, pe.Err),
 		}
 	}
-	return &Error{Position: Position{File: p.file}, Message: "syntax error: " + err.Error()}
+	return &Error{
+		Position: Position{File: p.file, Line: pe.Pos.Line},
+		Column:   pe.Pos.Column,
+		Message:  "syntax error: " + pe.Err.Error(),
+	}
 }
 
 // object converts the items of one object or block body.

@@ -51,6 +51,11 @@ func (c *Config) validate() Errors {
 		v.fail("log_level", "%v", err)
 	}
 	v.oneOf("cgroup_driver", c.CgroupDriver, "cgroupfs", "systemd")
+	if c.CgroupDriver == "systemd" {
+		// The kubelet's other driver is a known name, refused here so that
+		// `microlet config validate` says what the agent's start would.
+		v.fail("cgroup_driver", `"systemd" is not supported yet: microlet manages cgroups with the cgroupfs driver only; set cgroup_driver = "cgroupfs" and configure the runtime likewise (containerd: SystemdCgroup = false)`)
+	}
 	v.positiveDurations()
 	v.atLeast("max_pods", c.MaxPods, 0)
 	v.atLeast("eviction_max_pods_per_cycle", c.EvictionMaxPodsPerCycle, 1)

@@ -17,6 +17,8 @@ var (
 		"Restarts of the plugin slot's process after it exited or hung.", []string{"kind", "name"}, nil)
 	pluginSwapsDesc = prometheus.NewDesc("microlet_plugin_swaps_total",
 		"Hot swaps of the plugin slot's process for a new binary or config.", []string{"kind", "name"}, nil)
+	pluginConfigAppliedDesc = prometheus.NewDesc("microlet_plugin_config_applied",
+		"0 when the plugin slot's process serves something other than the config asks for (a swap to it failed), else 1.", []string{"kind", "name"}, nil)
 )
 
 // PluginMetrics are the plugin host's metrics: each slot's state, restarts
@@ -45,6 +47,7 @@ func (m *PluginMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- pluginUpDesc
 	ch <- pluginRestartsDesc
 	ch <- pluginSwapsDesc
+	ch <- pluginConfigAppliedDesc
 	m.calls.Describe(ch)
 }
 
@@ -57,6 +60,11 @@ func (m *PluginMetrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(pluginUpDesc, prometheus.GaugeValue, up, st.Kind, st.Name)
 		ch <- prometheus.MustNewConstMetric(pluginRestartsDesc, prometheus.CounterValue, float64(st.Restarts), st.Kind, st.Name)
 		ch <- prometheus.MustNewConstMetric(pluginSwapsDesc, prometheus.CounterValue, float64(st.Swaps), st.Kind, st.Name)
+		applied := 1.0
+		if st.ConfigNotApplied != "" {
+			applied = 0
+		}
+		ch <- prometheus.MustNewConstMetric(pluginConfigAppliedDesc, prometheus.GaugeValue, applied, st.Kind, st.Name)
 	}
 	m.calls.Collect(ch)
 }

@@ -51,7 +51,7 @@ func (h *Host) launch(ctx context.Context, spec resolvedSpec, mode launchMode) (
 	var started atomic.Pointer[processRunner]
 	// The transport's launch settings (gRPC only, AutoMTLS, no host
 	// environment, bounded messages), started by our own runner.
-	config := transport.ClientConfig(nil, h.opts.Logger.Named("plugin").Named(spec.Kind))
+	config := transport.ClientConfig(nil, exitLogger{Logger: h.opts.Logger.Named("plugin").Named(spec.Kind), pr: pr})
 	config.RunnerFunc = func(logger hclog.Logger, template *exec.Cmd, _ string) (runner.Runner, error) {
 		r, err := newProcessRunner(logger, template, bin, spec.Name, spec.Args, processEnv(spec, h.opts.LogLevel))
 		if err != nil {
@@ -81,7 +81,7 @@ func (h *Host) launch(ctx context.Context, spec resolvedSpec, mode launchMode) (
 			return
 		}
 		if pr.runner != nil {
-			pr.kill("launch failed")
+			pr.kill("refused at launch, never served: " + err.Error())
 		}
 		pr.client.Kill()
 		if ctx.Err() != nil {

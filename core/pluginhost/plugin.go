@@ -39,6 +39,10 @@ type Plugin struct {
 	restarts int
 	swaps    int
 
+	// notApplied is why the serving process does not run the spec the
+	// config last asked for (a swap to it failed); empty when it does.
+	notApplied string
+
 	commands      chan command
 	binaryChanged chan struct{} // a pending "binary changed" notice; capacity 1
 	stopped       chan struct{} // closed when the supervisor has returned
@@ -87,6 +91,8 @@ func (p *Plugin) Status() Status {
 		Swaps:     p.swaps,
 		LastError: p.lastErr,
 		Since:     p.since,
+
+		ConfigNotApplied: p.notApplied,
 	}
 	if p.current != nil {
 		st.PID = p.current.pid
@@ -201,6 +207,17 @@ func (p *Plugin) setSpec(s resolvedSpec) {
 	defer p.mu.Unlock()
 	p.name = s.Name
 	p.binary = s.Binary
+}
+
+// setApplied records whether the slot runs the spec the config asks for:
+// err is why not, nil when it does.
+func (p *Plugin) setApplied(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notApplied = ""
+	if err != nil {
+		p.notApplied = err.Error()
+	}
 }
 
 func (p *Plugin) setLastError(err error) {

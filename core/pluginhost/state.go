@@ -63,6 +63,10 @@ type Status struct {
 	// LastError is the latest failure (exit, hang, refused launch or swap);
 	// empty if none.
 	LastError string
+	// ConfigNotApplied says why the serving process does not run what the
+	// config asks for (a binary that does not exist, a config the new
+	// process refused: the old process keeps serving); empty when it does.
+	ConfigNotApplied string
 	// Since is when the slot entered State.
 	Since time.Time
 }

@@ -67,7 +67,13 @@ func (h *Host) supervise(p *Plugin) {
 			switch cmd.op {
 			case opApply:
 				ctx, cancel := s.h.launchContext(cmd.ctx)
-				cmd.reply <- s.apply(ctx, cmd.spec)
+				err := s.apply(ctx, cmd.spec)
+				notApplied := err
+				if s.proc == nil {
+					notApplied = nil // nothing serves: the slot's state tells
+				}
+				s.p.setApplied(notApplied)
+				cmd.reply <- err
 				cancel()
 			case opStop:
 				s.stop(cmd.ctx, cmd.reason)

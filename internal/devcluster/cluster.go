@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -49,7 +50,8 @@ type Options struct {
 	// KubeBin holds kube-apiserver; default: $KUBE_TOOLS_BIN, else
 	// <module root>/.cache/kube/bin.
 	KubeBin string
-	// Etcd is the etcd binary; default: etcd on $PATH.
+	// Etcd is the etcd binary; default: etcd on $PATH, installed from
+	// Debian's etcd-server if missing.
 	Etcd string
 }
 
@@ -96,7 +98,7 @@ func StartT(t testing.TB, opts ...Options) *Cluster {
 // Start brings up etcd and the API server and waits until the API server
 // is ready. On error it leaves nothing behind.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
-	apiserver, etcdBin, err := binaries(opts)
+	apiserver, etcdBin, err := binaries(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -170,8 +172,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	return c, nil
 }
 
-// binaries finds kube-apiserver and etcd.
-func binaries(opts Options) (apiserver, etcd string, err error) {
+// binaries finds kube-apiserver and etcd, installing Debian's etcd-server
+// when etcd is missing.
+func binaries(ctx context.Context, opts Options) (apiserver, etcd string, err error) {
 	bin := opts.KubeBin
 	if bin == "" {
 		if bin, err = devnode.KubeToolsDir(); err != nil {
@@ -185,6 +188,9 @@ func binaries(opts Options) (apiserver, etcd string, err error) {
 	}
 	etcd = opts.Etcd
 	if etcd == "" {
+		if err := devnode.EnsureProgram(ctx, hclog.NewNullLogger(), "etcd", "etcd-server"); err != nil {
+			return "", "", fmt.Errorf("%w: %v", ErrPrerequisites, err)
+		}
 		if etcd, err = exec.LookPath("etcd"); err != nil {
 			return "", "", fmt.Errorf("%w: no etcd on PATH; install Debian's etcd-server", ErrPrerequisites)
 		}

@@ -307,10 +307,7 @@ const (
 // lockKubeletHost waits until no other devnode kubelet runs on the host and
 // returns the lock that says this one does; closing the file releases it.
 func lockKubeletHost(ctx context.Context) (*os.File, error) {
-	if err := os.MkdirAll(runRoot, 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(runRoot, kubeletHostLockFileName), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := openInRunRoot(kubeletHostLockFileName)
 	if err != nil {
 		return nil, err
 	}

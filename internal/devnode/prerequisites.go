@@ -44,9 +44,9 @@ var requirements = []requirement{
 
 // missingPackages returns the Debian packages whose programs are missing,
 // in a stable order.
-func missingPackages() []string {
+func missingPackages(reqs []requirement) []string {
 	var pkgs []string
-	for _, r := range requirements {
+	for _, r := range reqs {
 		if slices.Contains(pkgs, r.pkg) {
 			continue
 		}
@@ -68,12 +68,25 @@ func missingPackages() []string {
 // installMu serialises installs of the nodes one process starts at once.
 var installMu sync.Mutex
 
-// ensurePrerequisites installs what is missing with apt-get when running as
-// root, and otherwise says which command to run.
+// ensurePrerequisites installs what the node needs.
 func ensurePrerequisites(ctx context.Context, log hclog.Logger) error {
+	return ensurePackages(ctx, log, requirements)
+}
+
+// EnsureProgram installs Debian package pkg when program is missing, as a
+// node's own prerequisites are: a test's other programs (etcd) are installed
+// by the test that needs them, so `make test` on a fresh machine runs every
+// suite.
+func EnsureProgram(ctx context.Context, log hclog.Logger, program, pkg string) error {
+	return ensurePackages(ctx, log, []requirement{{program, pkg}})
+}
+
+// ensurePackages installs what reqs miss with apt-get when running as
+// root, and otherwise says which command to run.
+func ensurePackages(ctx context.Context, log hclog.Logger, reqs []requirement) error {
 	installMu.Lock()
 	defer installMu.Unlock()
-	missing := missingPackages()
+	missing := missingPackages(reqs)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -93,7 +106,7 @@ func ensurePrerequisites(ctx context.Context, log hclog.Logger) error {
 			return fmt.Errorf("%w: %s: %v", ErrPrerequisites, strings.Join(missing, ", "), err)
 		}
 	}
-	if still := missingPackages(); len(still) > 0 {
+	if still := missingPackages(reqs); len(still) > 0 {
 		return fmt.Errorf("%w: apt-get install %s succeeded, yet the programs of %s are still not found (is PATH complete?)",
 			ErrPrerequisites, strings.Join(missing, " "), strings.Join(still, ", "))
 	}

@@ -71,22 +71,49 @@ func readRecord(runDir string) (record, error) {
 	return r, nil
 }
 
-// lockRunRoot takes the host-wide lock on slots. The lock file stays in
-// runRoot for good: removing it would let two processes lock two files.
+// lockPath is the host-wide lock on slots.
+var lockPath = filepath.Join(runRoot, ".lock")
+
+// lockRunRoot takes the host-wide lock on slots: an flock on lockPath. The
+// last node to leave removes the file while it holds the lock (releaseSlot),
+// so a process that locked the removed file tries again on a new one:
+// holding the lock means holding the file lockPath names.
 func lockRunRoot() (unlock func(), err error) {
-	if err := os.MkdirAll(runRoot, 0o755); err != nil {
-		return nil, err
-	}
-	lock, err := os.OpenFile(filepath.Join(runRoot, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+	for {
+		lock, err := openInRunRoot(filepath.Base(lockPath))
+		if err != nil {
+			return nil, err
+		}
+		if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("lock %s: %w", lock.Name(), err)
+		}
+		locked, err := lock.Stat()
+		if err != nil {
+			lock.Close()
+			return nil, err
+		}
+		if named, err := os.Stat(lockPath); err == nil && os.SameFile(locked, named) {
+			// Closing the file releases the lock.
+			return func() { lock.Close() }, nil
+		}
 		lock.Close()
-		return nil, fmt.Errorf("lock %s: %w", lock.Name(), err)
 	}
-	// Closing the file releases the lock.
-	return func() { lock.Close() }, nil
+}
+
+// openInRunRoot opens (creating) a lock file in runRoot, which the last
+// node to close removes when it is empty (releaseSlot): a removal between
+// creating runRoot and opening the file is retried.
+func openInRunRoot(name string) (*os.File, error) {
+	for {
+		if err := os.MkdirAll(runRoot, 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(filepath.Join(runRoot, name), os.O_CREATE|os.O_RDWR, 0o644)
+		if !errors.Is(err, os.ErrNotExist) {
+			return f, err
+		}
+	}
 }
 
 // claimSlot reserves a free slot for a node living in dir: one with no
@@ -143,14 +170,39 @@ const defaultCgroupParent = "k8s.io"
 // releaseSlot removes the slot's run directory. When no other node is left
 // on the host, it also removes the shared directories that are empty and
 // portmap's chains if idle: with the lock held, no other node can be using
-// them.
+// them. The last node also removes the lock file and runRoot, leaving
+// nothing in /run (after a Ctrl-C of make run, say).
 func releaseSlot(s slot) error {
 	unlock, err := lockRunRoot()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return releaseSlotLocked(s)
+	if err := releaseSlotLocked(s); err != nil {
+		return err
+	}
+	if left, err := anySlotLeft(); err != nil || left {
+		return err
+	}
+	if err := os.Remove(lockPath); err != nil {
+		return err
+	}
+	unix.Rmdir(runRoot) // stays while another lock file (kubelet.lock) is in it
+	return nil
+}
+
+// anySlotLeft says whether runRoot holds a slot's run directory.
+func anySlotLeft() (bool, error) {
+	entries, err := os.ReadDir(runRoot)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && slot(n) >= firstSlot && slot(n) <= lastSlot {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // releaseSlotLocked is releaseSlot for a caller holding the lock.
@@ -158,14 +210,8 @@ func releaseSlotLocked(s slot) error {
 	if err := os.RemoveAll(s.runDir()); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(runRoot)
-	if err != nil {
+	if left, err := anySlotLeft(); err != nil || left {
 		return err
-	}
-	for _, e := range entries {
-		if n, err := strconv.Atoi(e.Name()); err == nil && slot(n) >= firstSlot && slot(n) <= lastSlot {
-			return nil
-		}
 	}
 	dirs := sharedDirs
 	if points, err := cgroupMounts(); err == nil {

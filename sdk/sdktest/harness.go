@@ -122,6 +122,9 @@ func Subprocess(t testing.TB, binaryPath string, opts ...Option) *Harness {
 	if o.stderr != nil {
 		cfg.Stderr = o.stderr
 	}
+	// The plugin does not inherit TMPDIR: its socket goes to a directory
+	// the test removes, not /tmp, even when the plugin is killed.
+	cfg.UnixSocketConfig = &plugin.UnixSocketConfig{TempDir: t.TempDir()}
 	client := plugin.NewClient(cfg)
 	h := &Harness{t: t, nodeName: o.nodeName}
 	t.Cleanup(func() {

@@ -20,6 +20,7 @@ import (
 	"github.com/microlet/microlet/core/kinds/stats"
 	"github.com/microlet/microlet/core/node/machine"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+	"github.com/microlet/microlet/sdk/nodefacts"
 )
 
 // Measurer measures what the eviction signals need while the stats plugin
@@ -186,7 +187,7 @@ func (m *Measurer) cgroupMemory(cgroup string, now *timestamppb.Timestamp) (*typ
 
 // memoryStats is usage with the working set cAdvisor computes from it.
 func memoryStats(usage, inactiveFile uint64, now *timestamppb.Timestamp) *typesv1.MemoryStats {
-	workingSet := usage - min(usage, inactiveFile)
+	workingSet := nodefacts.WorkingSet(usage, inactiveFile)
 	return &typesv1.MemoryStats{Time: now, UsageBytes: &usage, WorkingSetBytes: &workingSet}
 }
 
@@ -210,18 +211,15 @@ func statValue(file, key string) (uint64, error) {
 	return 0, fmt.Errorf("%s has no %s", file, key)
 }
 
-// statfs measures a filesystem as the stats plugin does: what an
-// unprivileged user may still use is available.
+// statfs measures a filesystem as the stats plugin does (nodefacts.Statfs):
+// what an unprivileged user may still use is available.
 func statfs(path string, now *timestamppb.Timestamp) (*typesv1.FsStats, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
-		return nil, fmt.Errorf("statfs %s: %w", path, err)
+	u, err := nodefacts.Statfs(path)
+	if err != nil {
+		return nil, err
 	}
-	bsize := uint64(st.Bsize)
-	capacity, available, used := st.Blocks*bsize, st.Bavail*bsize, (st.Blocks-st.Bfree)*bsize
-	inodes, free, usedInodes := st.Files, st.Ffree, st.Files-st.Ffree
-	return &typesv1.FsStats{Time: now, CapacityBytes: &capacity, AvailableBytes: &available, UsedBytes: &used,
-		Inodes: &inodes, InodesFree: &free, InodesUsed: &usedInodes}, nil
+	return &typesv1.FsStats{Time: now, CapacityBytes: &u.Capacity, AvailableBytes: &u.Available, UsedBytes: &u.Used,
+		Inodes: &u.Inodes, InodesFree: &u.InodesFree, InodesUsed: &u.InodesUsed}, nil
 }
 
 func (m *Measurer) procFS() string {

@@ -8,12 +8,12 @@ import (
 	"slices"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	imagegcv1 "github.com/microlet/microlet/proto/microlet/imagegc/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+	"github.com/microlet/microlet/sdk/nodefacts"
 )
 
 // CollectImages runs one image GC (upstream image_gc_manager.go
@@ -158,13 +158,11 @@ func (m *Manager) imageFs(ctx context.Context) (*typesv1.FsStats, error) {
 		fs.InodesUsed = &u.Value
 	}
 	if mount := usage.GetFsId().GetMountpoint(); mount != "" {
-		var st unix.Statfs_t
-		if err := unix.Statfs(mount, &st); err != nil {
-			return nil, fmt.Errorf("statfs of the image filesystem %s: %w", mount, err)
+		u, err := nodefacts.Statfs(mount)
+		if err != nil {
+			return nil, fmt.Errorf("the image filesystem: %w", err)
 		}
-		capacity, available := st.Blocks*uint64(st.Bsize), st.Bavail*uint64(st.Bsize)
-		inodes, free := st.Files, st.Ffree
-		fs.CapacityBytes, fs.AvailableBytes, fs.Inodes, fs.InodesFree = &capacity, &available, &inodes, &free
+		fs.CapacityBytes, fs.AvailableBytes, fs.Inodes, fs.InodesFree = &u.Capacity, &u.Available, &u.Inodes, &u.InodesFree
 	}
 	return fs, nil
 }

@@ -13,11 +13,11 @@ import (
 
 	"github.com/prometheus/procfs"
 	"github.com/prometheus/procfs/sysfs"
-	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+	"github.com/microlet/microlet/sdk/nodefacts"
 )
 
 // Options say where to read the capacity from.
@@ -152,13 +152,13 @@ func onlineCPUs(sys sysfs.FS) (int64, error) {
 }
 
 // filesystemSize is the size of the filesystem holding dir (cAdvisor's
-// Frsize × Blocks).
+// Frsize × Blocks, nodefacts.Statfs).
 func filesystemSize(dir string) (int64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, fmt.Errorf("statfs root dir %q: %w", dir, err)
+	u, err := nodefacts.Statfs(dir)
+	if err != nil {
+		return 0, fmt.Errorf("root dir: %w", err)
 	}
-	return int64(st.Frsize) * int64(st.Blocks), nil
+	return int64(u.Capacity), nil
 }
 
 // hugePagePools reads hugepages-<size>kB/nr_hugepages under dir. A kernel

@@ -65,6 +65,10 @@ func loadConfList(file string) (*libcni.NetworkConfigList, error) {
 // BridgeConfigFile is the name WriteBridgeConfig writes.
 const BridgeConfigFile = "10-microlet-bridge.conflist"
 
+// BridgeName is the bridge device of the network cni_bridge_config writes,
+// kubenet's.
+const BridgeName = "cbr0"
+
 // WriteBridgeConfig writes a bridge network with host-local addresses from
 // podCIDRs (one, or an IPv4 and an IPv6 one separated by a comma) and
 // portmap for hostPorts, unless confDir already holds a network config. It

@@ -134,6 +134,9 @@ type PLEG struct {
 	evented    atomic.Bool
 	// modeChanged wakes the relist loop when the period shortens.
 	modeChanged chan struct{}
+	// relistSoon wakes the relist loop for a pod worker that waits on a
+	// newer status (RelistSoon).
+	relistSoon chan struct{}
 }
 
 // New checks cfg and makes a PLEG.
@@ -188,6 +191,7 @@ func New(cfg Config) (*PLEG, error) {
 		ch:             make(chan *PodLifecycleEvent, ChannelCapacity),
 		records:        podRecords{},
 		modeChanged:    make(chan struct{}, 1),
+		relistSoon:     make(chan struct{}, 1),
 	}
 	p.current.Store(&d)
 	return p, nil
@@ -237,6 +241,20 @@ func (p *PLEG) Run(ctx context.Context) {
 		case <-timer.C():
 		case <-p.modeChanged:
 			timer.Stop()
+		case <-p.relistSoon:
+			timer.Stop()
 		}
+	}
+}
+
+// RelistSoon asks for a relist now rather than at the next period. A pod
+// worker that terminates a pod waits for a status newer than its last
+// action twice (before stopping the containers, before cleaning up); a
+// relist at once saves up to a period each time, which an edited static
+// pod, whose new instance waits for the old one, pays in full.
+func (p *PLEG) RelistSoon() {
+	select {
+	case p.relistSoon <- struct{}{}:
+	default:
 	}
 }

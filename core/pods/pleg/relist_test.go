@@ -283,3 +283,13 @@ kubelet_running_pods 1
 		t.Errorf("kubelet_pleg_relist_interval_seconds has %d samples; want 1 (between the two relists)", got)
 	}
 }
+
+// RelistSoon relists without waiting for the period, which the fake clock
+// here never lets pass.
+func TestRelistSoon(t *testing.T) {
+	h := newHarness(t, nil)
+	h.run(t)
+	eventually(t, "the first relist", func() bool { return h.listCalls() == 1 })
+	h.pleg.RelistSoon()
+	eventually(t, "a relist asked for", func() bool { return h.listCalls() == 2 })
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,12 +15,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/sdk/httpget"
 )
 
 const (
-	// hookUserAgent is what HTTP hooks send: upstream's "kube-lifecycle/"
-	// with the Kubernetes release whose behaviour microlet follows.
-	hookUserAgent = "kube-lifecycle/1.34"
 	// maxHookResponseBody is how much of a hook's response is read (and
 	// dropped) so the connection can be reused, as upstream.
 	maxHookResponseBody = 10 << 10
@@ -46,16 +44,8 @@ func newHookRunner(exec execer) *hookRunner {
 	return &hookRunner{
 		exec: exec,
 		http: &http.Client{
-			Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
-			CheckRedirect: func(req *http.Request, via []*http.Request) error {
-				if req.URL.Hostname() != via[0].URL.Hostname() {
-					return http.ErrUseLastResponse
-				}
-				if len(via) >= 10 {
-					return errors.New("stopped after 10 redirects")
-				}
-				return nil
-			},
+			Transport:     &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
+			CheckRedirect: httpget.FollowSameHost,
 		},
 	}
 }
@@ -122,51 +112,27 @@ func (h *hookRunner) runHTTP(ctx context.Context, c *v1.Container, action *v1.HT
 }
 
 // hookRequest builds an HTTP hook's request as upstream's
-// NewRequestForHTTPGetAction: scheme (default http), host (default the
-// pod's primary IP), port (a number, or a container port's name), path and
-// headers, with the kube-lifecycle User-Agent and Accept */* unless the
-// hook sets them.
+// NewRequestForHTTPGetAction (httpget.NewRequest) with the kube-lifecycle
+// User-Agent: the host defaults to the pod's primary IP, the port is a
+// number or a container port's name.
 func hookRequest(ctx context.Context, action *v1.HTTPGetAction, c *v1.Container, podIPs []string) (*http.Request, error) {
-	scheme := strings.ToLower(string(action.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	host := action.Host
-	if host == "" {
-		if len(podIPs) == 0 {
-			return nil, errors.New("the pod has no IP address to send the hook to")
-		}
-		host = podIPs[0]
+	if action.Host == "" && len(podIPs) == 0 {
+		return nil, errors.New("the pod has no IP address to send the hook to")
 	}
 	port, err := resolvePort(action.Port, c)
 	if err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(action.Path)
-	if err != nil {
-		u = &url.URL{Path: action.Path}
+	headers := make([][2]string, 0, len(action.HTTPHeaders))
+	for _, h := range action.HTTPHeaders {
+		headers = append(headers, [2]string{h.Name, h.Value})
 	}
-	u.Scheme = scheme
-	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, err
+	podIP := ""
+	if len(podIPs) > 0 {
+		podIP = podIPs[0]
 	}
-	headers := http.Header{}
-	for _, hdr := range action.HTTPHeaders {
-		headers.Add(hdr.Name, hdr.Value)
-	}
-	if _, ok := headers["User-Agent"]; !ok {
-		headers.Set("User-Agent", hookUserAgent)
-	}
-	if _, ok := headers["Accept"]; !ok {
-		headers.Set("Accept", "*/*")
-	} else if headers.Get("Accept") == "" {
-		headers.Del("Accept")
-	}
-	req.Header = headers
-	req.Host = headers.Get("Host")
-	return req, nil
+	a := httpget.Action{Scheme: string(action.Scheme), Host: action.Host, Port: port, Path: action.Path, Headers: headers}
+	return httpget.NewRequest(ctx, a, podIP, "lifecycle")
 }
 
 // resolvePort is a hook's port: a number, a numeric string, or the name of

@@ -3,6 +3,7 @@ package podworkers
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,13 +125,16 @@ type harness struct {
 	clock   *clocktesting.FakeClock
 	queue   *WorkQueue
 	reg     *prometheus.Registry
+	// relists counts the workers' RelistSoon calls.
+	relists atomic.Int32
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, syncer: newFakeSyncer(), cache: podcache.New(), clock: clocktesting.NewFakeClock(t0), reg: prometheus.NewRegistry()}
 	h.queue = NewWorkQueue(h.clock)
-	w, err := New(Config{Syncer: h.syncer, Cache: h.cache, WorkQueue: h.queue, Clock: h.clock, Registerer: h.reg})
+	w, err := New(Config{Syncer: h.syncer, Cache: h.cache, WorkQueue: h.queue, Clock: h.clock, Registerer: h.reg,
+		RelistSoon: func() { h.relists.Add(1) }})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -29,9 +29,12 @@ func TestStaticPodWaitsForItsPredecessor(t *testing.T) {
 	h.idle("new")
 	term.answer(reply{})
 	h.expect(terminated, "old")
+	// The name is free: the waiting pod starts at once, not after its
+	// backoff (upstream's 10-15 s after an edited manifest).
+	h.expect(syncPod, "new")
 	h.idle("old")
 
-	// The sync loop retries the waiting pod; now it starts.
+	// The sync loop's retry syncs it as a started pod.
 	h.workers.UpdatePod(UpdatePodOptions{UpdateType: Sync, Pod: newer})
 	h.expect(syncPod, "new")
 	known := h.workers.SyncKnownPods([]*v1.Pod{newer})

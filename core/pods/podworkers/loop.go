@@ -123,6 +123,9 @@ func (p *PodWorkers) podWorkerLoop(uid types.UID, podUpdates <-chan struct{}) {
 			// terminating or terminated. An orphan needs none.
 			var status *container.PodStatus
 			if update.Options.RunningPod == nil {
+				if update.WorkType != SyncPod && p.relistSoon != nil {
+					p.relistSoon()
+				}
 				var err error
 				status, err = p.cache.GetNewerThan(ctx, update.Options.Pod.UID, lastSyncTime)
 				if err != nil {

@@ -290,10 +290,30 @@ func (p *PodWorkers) cleanupUnstartedPod(pod *v1.Pod, st *podSyncStatus) {
 	p.releaseStaticName(st.fullname, pod.UID)
 }
 
-// releaseStaticName frees a static pod's full name for the next instance.
+// releaseStaticName frees a static pod's full name for the next instance
+// and wakes the worker of the first one waiting for it. Upstream leaves that
+// one to its backoff (backOffPeriod with jitter): an edited manifest, a new
+// UID, ran 10-15 s after the edit while a new one runs in about a second.
 // Call it with mu held.
 func (p *PodWorkers) releaseStaticName(fullname string, uid types.UID) {
-	if p.startedStaticPodsByFullname[fullname] == uid {
-		delete(p.startedStaticPodsByFullname, fullname)
+	if p.startedStaticPodsByFullname[fullname] != uid {
+		return
+	}
+	delete(p.startedStaticPodsByFullname, fullname)
+	for _, next := range p.waitingToStartStaticPodsByFullname[fullname] {
+		st, ok := p.podSyncStatuses[next]
+		if !ok || st.IsTerminationRequested() || st.IsTerminated() {
+			continue
+		}
+		// A worker that was told to wait keeps its update pending
+		// (startPodSync); one still working will ask again by itself.
+		if st.pendingUpdate != nil && !st.working {
+			st.working = true
+			select {
+			case p.podUpdates[next] <- struct{}{}:
+			default:
+			}
+		}
+		return
 	}
 }

@@ -87,6 +87,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Clock is for tests; nil is the real clock.
 	Clock clock.Clock
+	// RelistSoon, if set, asks PLEG for a relist at once: a worker calls it
+	// before it waits on the cache to terminate a pod.
+	RelistSoon func()
 }
 
 // PodWorkers tracks every pod the node runs or ran recently and drives it
@@ -117,6 +120,7 @@ type PodWorkers struct {
 	log            hclog.Logger
 	metrics        *metrics
 	clock          clock.Clock
+	relistSoon     func()
 }
 
 // New checks cfg and makes the pod workers.
@@ -150,6 +154,7 @@ func New(cfg Config) (*PodWorkers, error) {
 		log:                                cfg.Log,
 		metrics:                            m,
 		clock:                              cfg.Clock,
+		relistSoon:                         cfg.RelistSoon,
 	}
 	if p.resyncInterval == 0 {
 		p.resyncInterval = DefaultResyncInterval

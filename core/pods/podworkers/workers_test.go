@@ -361,3 +361,25 @@ func TestUpdateWithoutAPodIsIgnored(t *testing.T) {
 		t.Error("an update without a pod started a worker")
 	}
 }
+
+// Terminating and cleaning up a pod wait on a status newer than the last
+// action: the worker asks PLEG to relist at once rather than wait up to a
+// period (an edited static pod's new instance waits for both). Syncing a
+// running pod leaves PLEG to its period.
+func TestTerminationAsksForARelist(t *testing.T) {
+	h := newHarness(t)
+	pod := newPod("a", "web")
+	h.workers.UpdatePod(UpdatePodOptions{UpdateType: Create, Pod: pod})
+	h.expect(syncPod, "a")
+	h.idle("a")
+	if n := h.relists.Load(); n != 0 {
+		t.Errorf("syncing a running pod asked for %d relists, want none", n)
+	}
+	h.workers.UpdatePod(UpdatePodOptions{UpdateType: Kill, Pod: pod})
+	h.expect(terminating, "a")
+	h.expect(terminated, "a")
+	h.idle("a")
+	if n := h.relists.Load(); n != 2 {
+		t.Errorf("terminating and cleaning up asked for %d relists, want 2", n)
+	}
+}

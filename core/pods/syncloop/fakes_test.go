@@ -213,6 +213,7 @@ type fakeEvents struct{}
 
 func (fakeEvents) Watch() <-chan *pleg.PodLifecycleEvent { return nil }
 func (fakeEvents) Healthy() (bool, error)                { return true, nil }
+func (fakeEvents) RelistSoon()                           {}
 
 // fakeHealth says the runtime is ready; the network as the test sets it.
 type fakeHealth struct {

@@ -49,6 +49,8 @@ type Runtime interface {
 type Events interface {
 	Watch() <-chan *pleg.PodLifecycleEvent
 	Healthy() (bool, error)
+	// RelistSoon asks for a relist at once (a pod worker terminating a pod).
+	RelistSoon()
 }
 
 // Health says whether the runtime and its network are ready.
@@ -146,6 +148,7 @@ func New(opts Options) (*Loop, error) {
 	workers, err := podworkers.New(podworkers.Config{
 		Syncer:         l,
 		Cache:          opts.Cache,
+		RelistSoon:     opts.Events.RelistSoon,
 		WorkQueue:      l.queue,
 		ResyncInterval: opts.SyncFrequency,
 		Log:            opts.Logger.Named("podworkers"),

@@ -5,19 +5,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	probesv1 "github.com/microlet/microlet/proto/microlet/probes/v1"
+	"github.com/microlet/microlet/sdk/httpget"
 )
-
-// maxRedirects is how many redirects to the same host an HTTP probe
-// follows, Go's (and so upstream's) default.
-const maxRedirects = 10
 
 // newHTTPTransport is upstream's probe transport: no TLS verification
 // (probes check liveness, not identity), no keep-alive (every probe is a
@@ -43,7 +36,7 @@ func (r *Runner) httpProbe(ctx context.Context, a *probesv1.HTTPGetAction, t Tar
 	if err != nil {
 		return outcome{}, err
 	}
-	client := &http.Client{Timeout: timeout, Transport: r.transport, CheckRedirect: followSameHost}
+	client := &http.Client{Timeout: timeout, Transport: r.transport, CheckRedirect: httpget.FollowSameHost}
 	res, err := client.Do(req)
 	if err != nil {
 		return failed(err.Error()), nil
@@ -65,68 +58,19 @@ func (r *Runner) httpProbe(ctx context.Context, a *probesv1.HTTPGetAction, t Tar
 	return failed(fmt.Sprintf("HTTP probe failed with statuscode: %d", res.StatusCode)), nil
 }
 
-// newHTTPRequest is upstream's NewRequestForHTTPGetAction: scheme http by
-// default, the pod IP when no host is given, the probe's headers with a
-// User-Agent of kube-probe/<version> and an Accept of */* unless they set
-// their own (an empty Accept removes it), and a Host header that names the
-// virtual host.
+// newHTTPRequest is upstream's NewRequestForHTTPGetAction
+// (httpget.NewRequest), with the port a number or a container port's name.
 func newHTTPRequest(ctx context.Context, a *probesv1.HTTPGetAction, t Target) (*http.Request, error) {
-	scheme := strings.ToLower(a.GetScheme())
-	if scheme == "" {
-		scheme = "http"
-	}
-	host := a.GetHost()
-	if host == "" {
-		host = t.PodIP
-	}
 	port, err := resolvePort(a.GetPort(), a.GetPortName(), t.Ports)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, probeURL(scheme, host, port, a.GetPath()).String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	headers := http.Header{}
+	headers := make([][2]string, 0, len(a.GetHeaders()))
 	for _, h := range a.GetHeaders() {
-		headers.Add(h.GetName(), h.GetValue())
+		headers = append(headers, [2]string{h.GetName(), h.GetValue()})
 	}
-	if _, ok := headers["User-Agent"]; !ok {
-		headers.Set("User-Agent", UserAgent)
-	}
-	if _, ok := headers["Accept"]; !ok {
-		headers.Set("Accept", "*/*")
-	} else if headers.Get("Accept") == "" {
-		headers.Del("Accept")
-	}
-	req.Header = headers
-	req.Host = headers.Get("Host")
-	return req, nil
-}
-
-// probeURL is upstream's formatURL: a path that does not parse is passed
-// along as it is, the legacy prober behaviour.
-func probeURL(scheme, host string, port int, path string) *url.URL {
-	u, err := url.Parse(path)
-	if err != nil {
-		u = &url.URL{Path: path}
-	}
-	u.Scheme = scheme
-	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
-	return u
-}
-
-// followSameHost is upstream's RedirectChecker without following
-// non-local redirects: a redirect to another host is not followed, and
-// its response is the probe's.
-func followSameHost(req *http.Request, via []*http.Request) error {
-	if req.URL.Hostname() != via[0].URL.Hostname() {
-		return http.ErrUseLastResponse
-	}
-	if len(via) >= maxRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxRedirects)
-	}
-	return nil
+	action := httpget.Action{Scheme: a.GetScheme(), Host: a.GetHost(), Port: port, Path: a.GetPath(), Headers: headers}
+	return httpget.NewRequest(ctx, action, t.PodIP, "probe")
 }
 
 // readAtMost reads up to limit bytes of r; a longer body is cut there.

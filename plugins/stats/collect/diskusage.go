@@ -9,25 +9,24 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/microlet/microlet/plugins/stats/summary"
+	"github.com/microlet/microlet/sdk/nodefacts"
 )
 
-// Statfs measures the filesystem that holds path.
+// Statfs measures the filesystem that holds path (nodefacts.Statfs, the
+// formula the core's fallbacks use too).
 func Statfs(path string) (*summary.FsSample, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
-		return nil, &fs.PathError{Op: "statfs", Path: path, Err: err}
+	u, err := nodefacts.Statfs(path)
+	if err != nil {
+		return nil, err
 	}
-	bsize := uint64(st.Bsize)
 	return &summary.FsSample{
 		Time:       time.Now(),
-		Capacity:   st.Blocks * bsize,
-		Available:  st.Bavail * bsize,
-		Used:       (st.Blocks - st.Bfree) * bsize,
-		Inodes:     st.Files,
-		InodesFree: st.Ffree,
+		Capacity:   u.Capacity,
+		Available:  u.Available,
+		Used:       u.Used,
+		Inodes:     u.Inodes,
+		InodesFree: u.InodesFree,
 	}, nil
 }
 

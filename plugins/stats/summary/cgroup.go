@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+	"github.com/microlet/microlet/sdk/nodefacts"
 )
 
 // maxMemoryLimit is where a memory limit stops counting: the kernel
@@ -50,7 +51,7 @@ func cgroupMemory(c CgroupSample, limit *uint64) *typesv1.MemoryStats {
 }
 
 // workingSet is cadvisor's: usage less the inactive page cache.
-func workingSet(m *MemorySample) uint64 { return saturatingSub(m.Usage, m.InactiveFile) }
+func workingSet(m *MemorySample) uint64 { return nodefacts.WorkingSet(m.Usage, m.InactiveFile) }
 
 // cgroupSwap is a cgroup's SwapStats, nil when swap is not accounted.
 func cgroupSwap(c CgroupSample) *typesv1.SwapStats {

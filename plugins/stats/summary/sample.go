@@ -64,12 +64,12 @@ type MemorySample struct {
 	Limit *uint64
 }
 
-// FsSample is a filesystem as statfs(2) reports it.
+// FsSample is a filesystem as statfs(2) reports it (nodefacts.FsUsageOf).
 type FsSample struct {
 	Time       time.Time
-	Capacity   uint64 // f_blocks * f_bsize
-	Available  uint64 // f_bavail * f_bsize: what unprivileged writers may still use
-	Used       uint64 // (f_blocks - f_bfree) * f_bsize
+	Capacity   uint64 // f_blocks * f_frsize
+	Available  uint64 // f_bavail * f_frsize: what unprivileged writers may still use
+	Used       uint64 // (f_blocks - f_bfree) * f_frsize
 	Inodes     uint64 // f_files
 	InodesFree uint64 // f_ffree
 }

@@ -20,8 +20,9 @@ import (
 const nodeName = "e2e-node"
 
 // plugin is one plugin block of the generated config; body goes inside its
-// config { } block, verbatim, and sha256, when set, pins the binary.
-type plugin struct{ kind, name, body, sha256 string }
+// config { } block, verbatim, sha256, when set, pins the binary, and binary,
+// when set, names it.
+type plugin struct{ kind, name, body, sha256, binary string }
 
 // defaultPlugins are the plugins a node runs unless a test says otherwise:
 // every kind the build provides, with its default implementation.
@@ -41,6 +42,10 @@ type nodeOptions struct {
 	// settings are extra top-level lines of the config, verbatim
 	// (`http_check_frequency = "1s"`, `plugin_host { restart_budget = 1 }`).
 	settings []string
+	// bridgeNetwork starts the node without the devnode's CNI network:
+	// microlet writes one for pod_cidr (cni_bridge_config), on the
+	// devnode's subnet so that parallel nodes never overlap.
+	bridgeNetwork bool
 }
 
 // testNode is a private containerd plus the real microlet process on it.
@@ -55,9 +60,10 @@ type testNode struct {
 	configPath, manifestDir, rootDir    string
 	pushSocket, healthzAddr, cgroupRoot string
 	// readOnlyAddr is the node API's read-only port (/pods, /metrics).
-	readOnlyAddr string
-	plugins      []plugin
-	settings     []string
+	readOnlyAddr  string
+	plugins       []plugin
+	settings      []string
+	bridgeNetwork bool
 
 	// log is what every run of the core wrote (its plugins' lines included).
 	log  *e2e.SyncBuffer
@@ -72,7 +78,7 @@ type testNode struct {
 func startNode(t *testing.T, opts nodeOptions) *testNode {
 	t.Helper()
 	prereq.Root(t, "the node runs containerd and makes cgroups")
-	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins, settings: opts.settings}
+	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins, settings: opts.settings, bridgeNetwork: opts.bridgeNetwork}
 	if n.plugins == nil {
 		n.plugins = defaultPlugins()
 	}
@@ -90,8 +96,22 @@ func startNode(t *testing.T, opts nodeOptions) *testNode {
 
 	n.cgroupRoot = devnode.CgroupT(t, "microlet-e2e")
 
+	if n.bridgeNetwork {
+		t.Cleanup(func() { removeBridgeNetwork(t) }) // after the devnode removed its pods
+	}
 	n.dev = devnode.StartT(t)
 	n.cri = n.dev.RuntimeClient()
+	if n.bridgeNetwork {
+		files, err := filepath.Glob(filepath.Join(n.dev.CNIConfDir, "*.conflist"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("the devnode's CNI network config in %s: %v %v", n.dev.CNIConfDir, files, err)
+		}
+		for _, f := range files {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	for _, addr := range []*string{&n.healthzAddr, &n.readOnlyAddr} {
 		port, err := e2e.FreePort()
 		if err != nil {
@@ -132,6 +152,9 @@ func (n *testNode) writeConfig() {
 		fmt.Fprintf(&b, "%s = %q\n", kv[0], kv[1])
 	}
 	fmt.Fprintf(&b, "cni_bin_dirs = [%q]\n", n.dev.CNIBinDir)
+	if n.bridgeNetwork {
+		fmt.Fprintf(&b, "cni_bridge_config = true\npod_cidr = %q\n", n.dev.Subnet)
+	}
 	fmt.Fprintf(&b, "healthz_port = %s\n", strings.TrimPrefix(n.healthzAddr, "127.0.0.1:"))
 	// The node API: its read-only port on loopback for /pods and /metrics;
 	// no secure port, which nodes running side by side would all want on
@@ -144,6 +167,9 @@ func (n *testNode) writeConfig() {
 		fmt.Fprintf(&b, "\nplugin %q %q {\n", p.kind, p.name)
 		if p.sha256 != "" {
 			fmt.Fprintf(&b, "  sha256 = %q\n", p.sha256)
+		}
+		if p.binary != "" {
+			fmt.Fprintf(&b, "  binary = %q\n", p.binary)
 		}
 		fmt.Fprintf(&b, "  config {\n%s\n  }\n}\n", p.body)
 	}

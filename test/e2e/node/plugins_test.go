@@ -61,12 +61,18 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("exit code %d, stdout %q, stderr %q; want 0 and config ok", code, stdout, stderr)
 		}
 	})
+	t.Run("the shipped example", func(t *testing.T) {
+		stdout, stderr, code := validate(t, "../../../examples/microlet.hcl", "--plugin-dir", binDir)
+		if code != 0 || !strings.Contains(stdout, "config ok") {
+			t.Errorf("exit code %d, stdout %q, stderr %q; want 0 and config ok", code, stdout, stderr)
+		}
+	})
 }
 
-// validate runs microlet config validate on path.
-func validate(t *testing.T, path string) (stdout, stderr string, code int) {
+// validate runs microlet config validate on path with flags.
+func validate(t *testing.T, path string, flags ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := microletCommand("config", "validate", path)
+	cmd := microletCommand(append(append([]string{"config", "validate"}, flags...), path)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -107,4 +113,35 @@ func TestEvictionStrategySwitchedByEditingTheConfig(t *testing.T) {
 		t.Errorf("no process runs microlet-eviction-priority; the core's children: %v", n.pluginProcesses())
 	}
 	n.expectUntouched(pods)
+}
+
+// A config naming a binary that does not exist cannot be applied: the old
+// process keeps serving, and /healthz and the config_applied metric say
+// that the node runs something other than its config asks.
+func TestConfigNamingAMissingBinaryShowsInHealth(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOptions{plugins: []plugin{{kind: "cgroup", name: "default"}, {kind: "eviction", name: "kubelet"}}})
+	eviction := &n.plugins[1]
+	serving := n.pluginPID("eviction", "kubelet")
+	eviction.binary = "microlet-eviction-missing"
+	n.writeConfig()
+	n.eventually("healthz fails the eviction plugin's check for the config it does not run", func() (bool, string) {
+		code, body := n.healthz("?verbose")
+		return code == 500 && strings.Contains(body, "[-]plugin-eviction-kubelet failed: ") &&
+			strings.Contains(body, "does not run what the config asks") && strings.Contains(body, "microlet-eviction-missing"), body
+	})
+	if pid := n.pluginPID("eviction", "kubelet"); pid != serving {
+		t.Errorf("the eviction plugin's process is %d, want %d still serving", pid, serving)
+	}
+	if v, ok := n.metric("microlet_plugin_config_applied", map[string]string{"kind": "eviction", "name": "kubelet"}); !ok || v != 0 {
+		t.Errorf("microlet_plugin_config_applied{eviction,kubelet} = %v (found %v), want 0", v, ok)
+	}
+
+	// Back to the binary that exists: applied again, healthy.
+	eviction.binary = ""
+	n.writeConfig()
+	n.eventually("healthz passes once the config is applied", func() (bool, string) {
+		code, body := n.healthz("?verbose")
+		return code == 200, body
+	})
 }
