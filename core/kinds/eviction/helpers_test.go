@@ -24,13 +24,13 @@ import (
 	"github.com/microlet/microlet/core/pods/podview"
 	"github.com/microlet/microlet/core/pods/podworkers"
 	"github.com/microlet/microlet/core/pods/status"
-	"github.com/microlet/microlet/plugins/eviction/engine"
-	"github.com/microlet/microlet/plugins/eviction/kubelet"
 	"github.com/microlet/microlet/plugins/eviction/priority"
 	"github.com/microlet/microlet/plugins/eviction/strategy"
 	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 	"github.com/microlet/microlet/sdk"
+	"github.com/microlet/microlet/sdk/evictionengine"
+	"github.com/microlet/microlet/sdk/evictionengine/kubelet"
 	"github.com/microlet/microlet/sdk/sdktest"
 )
 
@@ -200,7 +200,7 @@ func servePlugin(t *testing.T, name string, config map[string]any) *clientPlugin
 	var h *sdktest.Harness
 	switch name {
 	case "kubelet":
-		h = sdktest.InProcess[engine.Config](t, info, strategy.New(kubelet.New))
+		h = sdktest.InProcess[evictionengine.Config](t, info, strategy.New(kubelet.New))
 	case "priority":
 		h = sdktest.InProcess[priority.Config](t, info, strategy.New(priority.New))
 	default:
