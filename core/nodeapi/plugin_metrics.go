@@ -38,7 +38,7 @@ func NewPluginMetrics(status func() []pluginhost.Status) *PluginMetrics {
 
 // ObserveCall records a finished call.
 func (m *PluginMetrics) ObserveCall(c pluginhost.FinishedCall) {
-	m.calls.WithLabelValues(c.Kind, c.Name, c.Method).Observe(c.Duration.Seconds())
+	m.calls.WithLabelValues(string(c.Kind), c.Name, c.Method).Observe(c.Duration.Seconds())
 }
 
 func (m *PluginMetrics) Describe(ch chan<- *prometheus.Desc) {
@@ -54,9 +54,9 @@ func (m *PluginMetrics) Collect(ch chan<- prometheus.Metric) {
 		if st.State == pluginhost.Serving {
 			up = 1
 		}
-		ch <- prometheus.MustNewConstMetric(pluginUpDesc, prometheus.GaugeValue, up, st.Kind, st.Name)
-		ch <- prometheus.MustNewConstMetric(pluginRestartsDesc, prometheus.CounterValue, float64(st.Restarts), st.Kind, st.Name)
-		ch <- prometheus.MustNewConstMetric(pluginSwapsDesc, prometheus.CounterValue, float64(st.Swaps), st.Kind, st.Name)
+		ch <- prometheus.MustNewConstMetric(pluginUpDesc, prometheus.GaugeValue, up, string(st.Kind), st.Name)
+		ch <- prometheus.MustNewConstMetric(pluginRestartsDesc, prometheus.CounterValue, float64(st.Restarts), string(st.Kind), st.Name)
+		ch <- prometheus.MustNewConstMetric(pluginSwapsDesc, prometheus.CounterValue, float64(st.Swaps), string(st.Kind), st.Name)
 	}
 	m.calls.Collect(ch)
 }

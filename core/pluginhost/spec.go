@@ -19,9 +19,8 @@ import (
 
 // Spec is one plugin block of the agent config.
 type Spec struct {
-	// Kind is "eviction", "imagegc", "probes", "cgroup", "devices", "stats",
-	// or another kind in Kinds.
-	Kind string
+	// Kind is one of Kinds().
+	Kind Kind
 	// Name is the plugin's name within its kind.
 	Name string
 	// Binary is the file name inside Options.Dir; default
@@ -39,14 +38,14 @@ type Spec struct {
 	Config map[string]any
 }
 
-func (s Spec) String() string { return s.Kind + "/" + s.Name }
+func (s Spec) String() string { return string(s.Kind) + "/" + s.Name }
 
 // BinaryName is the binary's file name in the plugin directory.
 func (s Spec) BinaryName() string {
 	if s.Binary != "" {
 		return s.Binary
 	}
-	return "microlet-" + s.Kind + "-" + s.Name
+	return "microlet-" + string(s.Kind) + "-" + s.Name
 }
 
 // basePATH is the whole PATH a plugin gets unless its spec sets one.
@@ -66,7 +65,7 @@ type resolvedSpec struct {
 // error names the plugin and every problem found.
 func resolveSpec(s Spec) (resolvedSpec, error) {
 	var errs []error
-	_, known := Kinds[s.Kind]
+	_, known := s.Kind.Info()
 	if !known {
 		errs = append(errs, fmt.Errorf("unknown kind %q; expected one of %v", s.Kind, knownKinds()))
 	}
@@ -180,7 +179,7 @@ func processEnv(s resolvedSpec, logLevel string) []string {
 	}
 	return append(env,
 		transport.EnvLogLevel+"="+logLevel,
-		transport.EnvKind+"="+s.Kind,
+		transport.EnvKind+"="+string(s.Kind),
 		transport.EnvName+"="+s.Name,
 	)
 }

@@ -48,8 +48,8 @@ func (m *Manager) synchronize(ctx context.Context, req *evictionv1.SynchronizeRe
 	m.mu.Lock()
 	req.State = m.pluginState
 	m.mu.Unlock()
-	resp, err := callPlugin(ctx, m.opts.Plugin, "Synchronize", func(ctx context.Context, c evictionv1.EvictionServiceClient, _ []string) (*evictionv1.SynchronizeResponse, error) {
-		return c.Synchronize(ctx, req)
+	resp, err := pluginhost.Ask(ctx, m.opts.Plugin, "eviction plugin Synchronize", func(ctx context.Context, c evictionConn) (*evictionv1.SynchronizeResponse, error) {
+		return c.Client.Synchronize(ctx, req)
 	})
 	if err == nil {
 		m.mu.Lock()

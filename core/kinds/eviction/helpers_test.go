@@ -187,8 +187,8 @@ type clientPlugin struct {
 	capabilities []string
 }
 
-func (p *clientPlugin) Call(ctx context.Context, fn func(context.Context, evictionv1.EvictionServiceClient, []string) error) error {
-	return fn(ctx, p.client, p.capabilities)
+func (p *clientPlugin) Call(ctx context.Context, fn func(context.Context, evictionConn) error) error {
+	return fn(ctx, evictionConn{Client: p.client, Capabilities: p.capabilities})
 }
 
 func (p *clientPlugin) Name() string { return p.name }
@@ -254,7 +254,7 @@ func (s *switchable) set(p Plugin, down error) {
 	s.p, s.down = p, down
 }
 
-func (s *switchable) Call(ctx context.Context, fn func(context.Context, evictionv1.EvictionServiceClient, []string) error) error {
+func (s *switchable) Call(ctx context.Context, fn func(context.Context, evictionConn) error) error {
 	s.mu.Lock()
 	p, down := s.p, s.down
 	s.mu.Unlock()

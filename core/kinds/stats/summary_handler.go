@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/microlet/microlet/core/pluginhost"
 )
 
@@ -75,7 +72,6 @@ func (p *Provider) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // unavailable says whether err means no plugin serves: the host has none,
-// or the plugin (or the runtime behind it) asks to be tried again later.
-func unavailable(err error) bool {
-	return errors.Is(err, pluginhost.ErrUnavailable) || status.Code(err) == codes.Unavailable
-}
+// or the plugin (or the runtime behind it) asks to be tried again later
+// (pluginhost.Classify).
+func unavailable(err error) bool { return errors.Is(err, pluginhost.ErrUnavailable) }
