@@ -44,6 +44,14 @@ func (s KindSlot) Acquire(ctx context.Context) (*Lease, error) {
 	return p.Acquire(ctx)
 }
 
+// Name is the configured plugin's name; "" when none is configured.
+func (s KindSlot) Name() string {
+	if p := s.host.Plugin(s.kind); p != nil {
+		return p.Name()
+	}
+	return ""
+}
+
 // notConfigured is the error of a kind the config has no plugin of.
 type notConfigured struct{ kind Kind }
 
@@ -53,14 +61,6 @@ func (e notConfigured) Error() string {
 
 func (e notConfigured) Is(target error) bool {
 	return target == ErrNotConfigured || target == ErrUnavailable
-}
-
-// Name is the configured plugin's name; "" when none is configured.
-func (s KindSlot) Name() string {
-	if p := s.host.Plugin(s.kind); p != nil {
-		return p.Name()
-	}
-	return ""
 }
 
 // Conn is one plugin process as a call sees it: the kind's gRPC client and
