@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"google.golang.org/grpc/codes"
@@ -40,7 +41,7 @@ func (m *Manager) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) (D
 		err := m.syncNode(ctx)
 		node = m.nodeView()
 		switch {
-		case err != nil && isUnavailable(err):
+		case errors.Is(err, pluginhost.ErrUnavailable):
 			return Decision{}, fmt.Errorf("pod %s waits for node allocatable from the cgroup plugin: %w", podName(pod), err)
 		case err != nil && node.Allocatable == nil:
 			// The plugin refuses to plan the node (reservations beyond
@@ -61,7 +62,7 @@ func (m *Manager) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) (D
 		return Decision{Admit: true}, nil
 	case err != nil && ctx.Err() != nil:
 		return Decision{}, ctx.Err()
-	case isUnavailable(err):
+	case errors.Is(err, pluginhost.ErrUnavailable):
 		return Decision{}, fmt.Errorf("pod %s waits for the cgroup plugin's admission: %w", podName(pod), err)
 	case status.Code(err) == codes.Unimplemented:
 		return Decision{Admit: true}, nil

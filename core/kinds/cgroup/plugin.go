@@ -23,6 +23,3 @@ func HostPlugin(host *pluginhost.Host) Plugin {
 
 // notConfigured reports that the config has no cgroup plugin.
 func notConfigured(err error) bool { return errors.Is(err, pluginhost.ErrNotConfigured) }
-
-// isUnavailable reports errors that mean "ask the plugin again later".
-func isUnavailable(err error) bool { return errors.Is(err, pluginhost.ErrUnavailable) }

@@ -65,7 +65,7 @@ func (m *Manager) PlanPod(ctx context.Context, pod *v1.Pod) (*podruntime.Resourc
 	case err != nil && last != nil:
 		m.log.Debug("keeping the last good cgroup plan", "pod", podName(pod), "error", err)
 		plan = last
-	case err != nil && isUnavailable(err):
+	case errors.Is(err, pluginhost.ErrUnavailable):
 		return nil, fmt.Errorf("pod %s waits for the cgroup plugin: %w", podName(pod), err)
 	case err != nil:
 		return nil, fmt.Errorf("pod %s has no cgroup plan: %w", podName(pod), err)

@@ -2,7 +2,6 @@ package devices
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -29,9 +28,6 @@ func (m *Manager) call(ctx context.Context, owner string, timeout time.Duration,
 		return fn(ctx, c.Client)
 	}))
 }
-
-// unavailable says whether err means "not now" (see call).
-func unavailable(err error) bool { return errors.Is(err, pluginhost.ErrUnavailable) }
 
 // preferred asks the plugin which devices it prefers.
 func (m *Manager) preferred(ctx context.Context, owner, resource string, available, mustInclude []string, size int) ([]string, error) {

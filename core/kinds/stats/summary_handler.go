@@ -60,7 +60,7 @@ func (p *Provider) SummaryHandler() http.Handler {
 // fail answers 503 while no stats plugin serves, and the kubelet's 500
 // otherwise.
 func (p *Provider) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if unavailable(err) {
+	if errors.Is(err, pluginhost.ErrUnavailable) {
 		// Not an error of this handler: the plugin host reports the
 		// plugin's state, and the caller gets the reason.
 		p.log.Debug("no stats for /stats/summary: the stats plugin is unavailable", "request", r.URL.String(), "error", err)
@@ -70,8 +70,3 @@ func (p *Provider) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p.log.Error("HTTP InternalServerError serving", "request", r.URL.String(), "error", err)
 	http.Error(w, "Internal Error: "+err.Error(), http.StatusInternalServerError)
 }
-
-// unavailable says whether err means no plugin serves: the host has none,
-// or the plugin (or the runtime behind it) asks to be tried again later
-// (pluginhost.Classify).
-func unavailable(err error) bool { return errors.Is(err, pluginhost.ErrUnavailable) }
