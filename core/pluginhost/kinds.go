@@ -98,16 +98,6 @@ func (k Kind) Fallback() string {
 	return info.Fallback
 }
 
-// knownKinds lists the kinds' names, sorted, for error messages.
-func knownKinds() []string {
-	names := make([]string, len(kinds))
-	for i, info := range kinds {
-		names[i] = string(info.Kind)
-	}
-	slices.Sort(names)
-	return names
-}
-
 // chooseAPIVersion picks the highest API version both the core and the
 // plugin speak, ordered as Kubernetes orders API versions (v2 > v1 >
 // v1beta2 > v1alpha1).
@@ -125,10 +115,4 @@ func chooseAPIVersion(kind Kind, core, plugin []string) (string, error) {
 		return "", fmt.Errorf("the plugin serves %s API versions %v but this core speaks %v: no version in common", kind, plugin, core)
 	}
 	return best, nil
-}
-
-// apiVersions are the API versions of the kind this core speaks.
-func (k Kind) apiVersions() []string {
-	info, _ := k.Info()
-	return info.APIVersions
 }

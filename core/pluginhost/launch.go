@@ -144,7 +144,8 @@ func (h *Host) handshake(ctx context.Context, pr *process) error {
 		return fmt.Errorf("binary %s says it is plugin %s/%s, but the config expects %s",
 			pr.runner.binary.path, pr.identity.Kind, pr.identity.Name, pr.spec)
 	}
-	if pr.apiVersion, err = chooseAPIVersion(pr.spec.Kind, pr.spec.Kind.apiVersions(), pr.identity.APIVersions); err != nil {
+	kind, _ := pr.spec.Kind.Info()
+	if pr.apiVersion, err = chooseAPIVersion(pr.spec.Kind, kind.APIVersions, pr.identity.APIVersions); err != nil {
 		return err
 	}
 	caps, err := base.GetCapabilities(ctx, &basev1.GetCapabilitiesRequest{})
@@ -153,10 +154,9 @@ func (h *Host) handshake(ctx context.Context, pr *process) error {
 	}
 	pr.capabilities = caps.GetCapabilities()
 	// A newer plugin may offer calls this core does not make yet.
-	info, _ := pr.spec.Kind.Info()
 	var unknown []string
 	for _, c := range pr.capabilities {
-		if !slices.Contains(info.Capabilities, c) {
+		if !slices.Contains(kind.Capabilities, c) {
 			unknown = append(unknown, c)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/microlet/microlet/sdk"
 	"github.com/microlet/microlet/sdk/transport"
 )
 
@@ -67,7 +68,7 @@ func resolveSpec(s Spec) (resolvedSpec, error) {
 	var errs []error
 	_, known := s.Kind.Info()
 	if !known {
-		errs = append(errs, fmt.Errorf("unknown kind %q; expected one of %v", s.Kind, knownKinds()))
+		errs = append(errs, fmt.Errorf("unknown kind %q; expected one of %v", s.Kind, sdk.KnownKinds()))
 	}
 	for _, msg := range validation.IsDNS1123Label(s.Name) {
 		errs = append(errs, fmt.Errorf("name %q: %s", s.Name, msg))
