@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,25 +15,10 @@ import (
 // The adapters here connect the core's components to each other without
 // those packages knowing one another.
 
-// kindSlot reaches a singleton kind's plugin through the host on every
-// acquire, so that a plugin swapped or restarted is used at once.
-type kindSlot struct {
-	host *pluginhost.Host
-	kind string
-}
-
-func (s kindSlot) Acquire(ctx context.Context) (*pluginhost.Lease, error) {
-	p := s.host.Plugin(s.kind)
-	if p == nil {
-		return nil, fmt.Errorf("no %s plugin is configured: %w", s.kind, pluginhost.ErrUnavailable)
-	}
-	return p.Acquire(ctx)
-}
-
 // configured says whether the config has a plugin block of kind.
-func (a *Agent) configured(kind string) bool {
+func (a *Agent) configured(kind pluginhost.Kind) bool {
 	for _, p := range a.cfg.Plugins {
-		if p.Kind == kind {
+		if pluginhost.Kind(p.Kind) == kind {
 			return true
 		}
 	}
@@ -44,7 +28,7 @@ func (a *Agent) configured(kind string) bool {
 // cgroupAdmitter admits pods by the cgroup plugin's resource fit.
 type cgroupAdmitter struct{ m *cgroup.Manager }
 
-func (c cgroupAdmitter) Name() string { return "cgroup" }
+func (c cgroupAdmitter) Name() string { return string(pluginhost.Cgroup) }
 
 func (c cgroupAdmitter) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) syncloop.Admission {
 	d, err := c.m.Admit(ctx, pod, admitted)
@@ -58,7 +42,7 @@ func (c cgroupAdmitter) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.P
 // cgroupReleaser removes a terminated pod's cgroup.
 type cgroupReleaser struct{ m *cgroup.Manager }
 
-func (c cgroupReleaser) Name() string { return "cgroup" }
+func (c cgroupReleaser) Name() string { return string(pluginhost.Cgroup) }
 
 func (c cgroupReleaser) Release(_ context.Context, pod *v1.Pod) error {
 	return c.m.RemovePod(pod.UID)

@@ -41,7 +41,7 @@ func PluginSpecs(cfg *config.Config) []pluginhost.Spec {
 	specs := make([]pluginhost.Spec, 0, len(cfg.Plugins))
 	for _, p := range cfg.Plugins {
 		specs = append(specs, pluginhost.Spec{
-			Kind:   p.Kind,
+			Kind:   pluginhost.Kind(p.Kind),
 			Name:   p.Name,
 			Binary: p.Binary,
 			SHA256: p.SHA256,
@@ -82,14 +82,14 @@ func (c *pluginChecks) sync() {
 	c.names = want
 }
 
-func (c *pluginChecks) check(kind, name string) error {
+func (c *pluginChecks) check(kind pluginhost.Kind, name string) error {
 	for _, st := range c.host.Status() {
 		if st.Kind != kind || st.Name != name {
 			continue
 		}
 		if st.State == pluginhost.Failed {
 			return fmt.Errorf("plugin %s/%s failed (%s); the core applies the %s fallback: %s",
-				kind, name, st.LastError, kind, pluginhost.Kinds[kind].Fallback)
+				kind, name, st.LastError, kind, kind.Fallback())
 		}
 		if st.ConfigNotApplied != "" {
 			return fmt.Errorf("plugin %s/%s (pid %d) does not run what the config asks: %s",

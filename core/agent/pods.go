@@ -21,6 +21,7 @@ import (
 	"github.com/microlet/microlet/core/kinds/stats"
 	"github.com/microlet/microlet/core/node/machine"
 	"github.com/microlet/microlet/core/node/network"
+	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/pods/pleg"
 	"github.com/microlet/microlet/core/pods/podcache"
 	"github.com/microlet/microlet/core/pods/podconfig"
@@ -99,7 +100,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 	if err := a.newProber(p, nodeIPs); err != nil {
 		return nil, err
 	}
-	p.stats = stats.New(stats.PluginSource(a.plugins), a.log.Named("stats"))
+	p.stats = stats.New(stats.HostPlugin(a.plugins), a.log.Named("stats"))
 
 	sources, err := a.newSources(reg)
 	if err != nil {
@@ -206,12 +207,12 @@ func (a *Agent) newNodeResources(p *pods, reg prometheus.Registerer) error {
 // one, readiness follows whether containers run, as for containers with no
 // probes.
 func (a *Agent) newProber(p *pods, nodeIPs []string) error {
-	if !a.configured("probes") {
+	if !a.configured(pluginhost.Probes) {
 		return nil
 	}
 	var err error
 	p.prober, err = probes.New(probes.Options{
-		Plugin:      kindSlot{host: a.plugins, kind: "probes"},
+		Plugin:      a.plugins.Kind(pluginhost.Probes),
 		NodeIPs:     nodeIPs,
 		CallTimeout: a.cfg.PluginHost.CallTimeout,
 		Registerer:  a.probeMetrics,

@@ -17,12 +17,8 @@ import (
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/microlet/microlet/core/logging"
-	"github.com/microlet/microlet/sdk"
+	"github.com/microlet/microlet/core/pluginhost"
 )
-
-// multiInstanceKinds may have several plugin blocks; every other kind at
-// most one.
-var multiInstanceKinds = map[string]bool{sdk.KindDevices: true}
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
@@ -344,7 +340,8 @@ func (v *validator) plugins() {
 	}
 	for _, kind := range sortedKeys(byKind) {
 		plugins := byKind[kind]
-		if len(plugins) < 2 || multiInstanceKinds[kind] {
+		// A kind with a slot per name may have several blocks.
+		if info, known := pluginhost.Kind(kind).Info(); len(plugins) < 2 || known && !info.Singleton {
 			continue
 		}
 		found := make([]string, len(plugins))

@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -159,6 +158,6 @@ func TestCadvisorMetrics(t *testing.T) {
 // failingSource is a stats plugin host without a serving plugin.
 type failingSource struct{}
 
-func (failingSource) Call(context.Context, func(context.Context, *grpc.ClientConn) error) error {
+func (failingSource) Call(context.Context, func(context.Context, pluginhost.Conn[statsv1.StatsServiceClient]) error) error {
 	return fmt.Errorf("%w: no stats plugin is configured", pluginhost.ErrUnavailable)
 }

@@ -40,7 +40,7 @@ func NewPluginMetrics(status func() []pluginhost.Status) *PluginMetrics {
 
 // ObserveCall records a finished call.
 func (m *PluginMetrics) ObserveCall(c pluginhost.FinishedCall) {
-	m.calls.WithLabelValues(c.Kind, c.Name, c.Method).Observe(c.Duration.Seconds())
+	m.calls.WithLabelValues(string(c.Kind), c.Name, c.Method).Observe(c.Duration.Seconds())
 }
 
 func (m *PluginMetrics) Describe(ch chan<- *prometheus.Desc) {
@@ -57,14 +57,15 @@ func (m *PluginMetrics) Collect(ch chan<- prometheus.Metric) {
 		if st.State == pluginhost.Serving {
 			up = 1
 		}
-		ch <- prometheus.MustNewConstMetric(pluginUpDesc, prometheus.GaugeValue, up, st.Kind, st.Name)
-		ch <- prometheus.MustNewConstMetric(pluginRestartsDesc, prometheus.CounterValue, float64(st.Restarts), st.Kind, st.Name)
-		ch <- prometheus.MustNewConstMetric(pluginSwapsDesc, prometheus.CounterValue, float64(st.Swaps), st.Kind, st.Name)
+		kind := string(st.Kind)
+		ch <- prometheus.MustNewConstMetric(pluginUpDesc, prometheus.GaugeValue, up, kind, st.Name)
+		ch <- prometheus.MustNewConstMetric(pluginRestartsDesc, prometheus.CounterValue, float64(st.Restarts), kind, st.Name)
+		ch <- prometheus.MustNewConstMetric(pluginSwapsDesc, prometheus.CounterValue, float64(st.Swaps), kind, st.Name)
 		applied := 1.0
 		if st.ConfigNotApplied != "" {
 			applied = 0
 		}
-		ch <- prometheus.MustNewConstMetric(pluginConfigAppliedDesc, prometheus.GaugeValue, applied, st.Kind, st.Name)
+		ch <- prometheus.MustNewConstMetric(pluginConfigAppliedDesc, prometheus.GaugeValue, applied, kind, st.Name)
 	}
 	m.calls.Collect(ch)
 }

@@ -7,7 +7,7 @@
 // that serve it: when a process crashes, hangs or is replaced by a hot swap,
 // the slot's callers keep their *Plugin and Acquire the next process. While a
 // slot has no serving process, calls fail at once with ErrUnavailable and the
-// kind's core component applies its fallback (Kinds[kind].Fallback).
+// kind's core component applies its fallback (Kind.Fallback).
 //
 // See docs/plugin-host.md for the lifecycle, the launch sequence, the trust
 // checks and the hot-swap sequence.

@@ -113,17 +113,17 @@ func (h *Host) Reconcile(ctx context.Context, specs []Spec) error {
 
 // Plugin returns the slot of a singleton kind, or nil if none is configured
 // (or kind is not a singleton kind: see Plugins).
-func (h *Host) Plugin(kind string) *Plugin {
-	if !Kinds[kind].Singleton {
+func (h *Host) Plugin(kind Kind) *Plugin {
+	if !kind.Singleton() {
 		return nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.slots[kind]
+	return h.slots[string(kind)]
 }
 
 // Plugins returns every slot of kind, ordered by name.
-func (h *Host) Plugins(kind string) []*Plugin {
+func (h *Host) Plugins(kind Kind) []*Plugin {
 	h.mu.Lock()
 	var out []*Plugin
 	for _, slot := range h.slots {

@@ -3,72 +3,105 @@ package pluginhost
 import (
 	"fmt"
 	"slices"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/microlet/microlet/sdk"
 )
 
-// KindInfo is what the core knows about a plugin kind.
+// Kind is a plugin kind, as the SDK names it and the wire carries it.
+type Kind string
+
+// The plugin kinds: the SDK's one list of names, typed for the core.
+const (
+	Eviction Kind = sdk.KindEviction
+	ImageGC  Kind = sdk.KindImageGC
+	Probes   Kind = sdk.KindProbes
+	Cgroup   Kind = sdk.KindCgroup
+	Devices  Kind = sdk.KindDevices
+	Stats    Kind = sdk.KindStats
+)
+
+// KindInfo is a kind as the plugin host knows it.
 type KindInfo struct {
+	Kind Kind
 	// Singleton kinds have one slot: configuring a plugin of another name
 	// replaces the running one by a hot swap (how an operator switches
 	// eviction strategy). Other kinds have one slot per name.
 	Singleton bool
 	// APIVersions are the versions of the kind's API this core speaks.
 	APIVersions []string
-	// Fallback is what the core does while the kind has no serving plugin.
-	// The behaviour itself lives with each kind's core component.
+	// Capabilities are the optional calls of the kind's API this core
+	// makes when a plugin declares them.
+	Capabilities []string
+	// Fallback is what the core does while the kind has no serving plugin,
+	// as operators read it in logs and health; ARCHITECTURE.md's "Failure
+	// policy per kind" shows this same text (kinds_test.go checks). The
+	// behaviour itself lives with each kind's core component.
 	Fallback string
 }
 
-// Kinds is the core's knowledge of each plugin kind, by kind name.
-var Kinds = map[string]KindInfo{
-	"eviction": {
-		Singleton:   true,
-		APIVersions: []string{"v1"},
-		Fallback:    "the core evicts by the kubelet's default hard thresholds (memory.available<100Mi, nodefs.available<10%, imagefs.available<15%, nodefs.inodesFree<5%)",
+// kinds is the one table of plugin kinds, in ARCHITECTURE.md's order.
+var kinds = []KindInfo{
+	{
+		Kind: Cgroup, Singleton: true, APIVersions: []string{"v1"},
+		Capabilities: []string{sdk.CapabilityCgroupAdmit},
+		Fallback:     "Not configured: pods run without a cgroup parent or resource settings (the runtime's defaults), every pod is admitted. Down: running pods keep their last good plan and cgroups; new pods are neither admitted nor rejected but wait until the plugin is back.",
 	},
-	"imagegc": {
-		Singleton:   true,
-		APIVersions: []string{"v1"},
-		Fallback:    "image and container garbage collection skip their cycle",
+	{
+		Kind: Probes, Singleton: true, APIVersions: []string{"v1"},
+		Fallback: "Every container keeps its last verdicts: nothing turns unready or is restarted for want of a result. On return the core resyncs the whole probe set; the new process's verdicts replace the kept ones only once settled. Not configured: containers count as having no probes (ready once running).",
 	},
-	"probes": {
-		Singleton:   true,
-		APIVersions: []string{"v1"},
-		Fallback:    "every container keeps its last probe result; no pod is marked unready or restarted for want of a result",
+	{
+		Kind: Stats, Singleton: true, APIVersions: []string{"v1"},
+		Fallback: "The cycle is skipped: `/stats/summary` answers 503 and resource metrics report a scrape error. The eviction manager measures memory and disk itself (root memory cgroup or meminfo, statfs, pod cgroups).",
 	},
-	"cgroup": {
-		Singleton:   true,
-		APIVersions: []string{"v1"},
-		Fallback:    "running pods keep their last good cgroup plan; new pods are not admitted",
+	{
+		Kind: Eviction, Singleton: true, APIVersions: []string{"v1"},
+		Capabilities: []string{sdk.CapabilityEvictionAdmit, sdk.CapabilityEvictionReservation},
+		Fallback:     "Pressure conditions are kept as they were; a built-in evictor decides: the kubelet strategy's own engine, compiled into the core, with the kubelet's default hard thresholds only (memory.available<100Mi, nodefs.available<10%, nodefs.inodesFree<5%, imagefs.available<15%), reclaim first, one pod per cycle. A strategy that serves but answers an error decides nothing that cycle.",
 	},
-	"devices": {
-		Singleton:   false,
-		APIVersions: []string{"v1"},
-		Fallback:    "existing device allocations are kept; pods asking for the plugin's resources are not admitted",
+	{
+		Kind: ImageGC, Singleton: true, APIVersions: []string{"v1"},
+		Capabilities: []string{sdk.CapabilityImageGCImages, sdk.CapabilityImageGCContainers},
+		Fallback:     "Image and container GC skip their cycle (one log line); node-level reclaim for eviction reports the plugin unavailable and the strategy goes on to evict.",
 	},
-	"stats": {
-		Singleton:   true,
-		APIVersions: []string{"v1"},
-		Fallback:    "stats collection skips its cycle: /stats/summary answers 503 and resource metrics report a scrape error",
+	{
+		Kind: Devices, Singleton: false, APIVersions: []string{"v1"},
+		Capabilities: []string{sdk.CapabilityDevicesPreferredAllocation, sdk.CapabilityDevicesPreStart},
+		Fallback:     "Allocations are kept (they are checkpointed) and containers holding the plugin's devices are created and restarted as before; new pods asking for its resources wait, with a message naming the plugin. Removed from config: its devices turn unhealthy, capacity is kept 5 minutes, then dropped.",
 	},
 }
 
-// knownKinds lists Kinds' names, sorted, for error messages.
-func knownKinds() []string {
-	names := make([]string, 0, len(Kinds))
-	for name := range Kinds {
-		names = append(names, name)
+// Kinds lists every plugin kind, in ARCHITECTURE.md's order.
+func Kinds() []KindInfo { return slices.Clone(kinds) }
+
+// Info is what the host knows of kind; ok is false for a kind it does not
+// know.
+func (k Kind) Info() (info KindInfo, ok bool) {
+	i := slices.IndexFunc(kinds, func(info KindInfo) bool { return info.Kind == k })
+	if i < 0 {
+		return KindInfo{}, false
 	}
-	sort.Strings(names)
-	return names
+	return kinds[i], true
+}
+
+// Singleton says whether the kind has one slot (see KindInfo.Singleton).
+func (k Kind) Singleton() bool {
+	info, _ := k.Info()
+	return info.Singleton
+}
+
+// Fallback is the kind's fallback text (see KindInfo.Fallback).
+func (k Kind) Fallback() string {
+	info, _ := k.Info()
+	return info.Fallback
 }
 
 // chooseAPIVersion picks the highest API version both the core and the
 // plugin speak, ordered as Kubernetes orders API versions (v2 > v1 >
 // v1beta2 > v1alpha1).
-func chooseAPIVersion(kind string, core, plugin []string) (string, error) {
+func chooseAPIVersion(kind Kind, core, plugin []string) (string, error) {
 	best := ""
 	for _, v := range core {
 		if !slices.Contains(plugin, v) {

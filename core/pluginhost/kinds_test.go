@@ -1,8 +1,13 @@
 package pluginhost
 
 import (
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/microlet/microlet/sdk"
 )
 
 func TestChooseAPIVersion(t *testing.T) {
@@ -34,13 +39,41 @@ func TestChooseAPIVersion(t *testing.T) {
 }
 
 func TestKindsAreComplete(t *testing.T) {
-	for _, kind := range []string{"eviction", "imagegc", "probes", "cgroup", "devices", "stats"} {
-		info, ok := Kinds[kind]
-		if !ok || len(info.APIVersions) == 0 || info.Fallback == "" || strings.Contains(info.Fallback, "\n") {
-			t.Errorf("Kinds[%q] = %+v, %v: want API versions and a one-line fallback", kind, info, ok)
+	var names []string
+	for _, info := range Kinds() {
+		names = append(names, string(info.Kind))
+		if len(info.APIVersions) == 0 || info.Fallback == "" || strings.Contains(info.Fallback, "\n") {
+			t.Errorf("kind %q = %+v: want API versions and a one-line fallback", info.Kind, info)
 		}
-		if info.Singleton != (kind != "devices") {
-			t.Errorf("Kinds[%q].Singleton = %v; only devices has a slot per name", kind, info.Singleton)
+		if info.Singleton != (info.Kind != Devices) {
+			t.Errorf("kind %q: Singleton = %v; only devices has a slot per name", info.Kind, info.Singleton)
 		}
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, sdk.KnownKinds()) {
+		t.Errorf("the host knows kinds %v, the SDK serves %v", names, sdk.KnownKinds())
+	}
+}
+
+// TestArchitectureShowsTheFallbacks keeps ARCHITECTURE.md's "Failure policy
+// per kind" table the text operators read: same kinds, same order, same
+// words.
+func TestArchitectureShowsTheFallbacks(t *testing.T) {
+	doc, err := os.ReadFile("../../ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Failure policy per kind\n")
+	if !ok {
+		t.Fatal("ARCHITECTURE.md has no \"Failure policy per kind\" section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var want strings.Builder
+	want.WriteString("| Kind | Fallback |\n|---|---|\n")
+	for _, info := range Kinds() {
+		fmt.Fprintf(&want, "| %s | %s |\n", info.Kind, info.Fallback)
+	}
+	if !strings.Contains(section, want.String()) {
+		t.Errorf("ARCHITECTURE.md's failure policy table is not the kinds' fallbacks; it should read:\n%s", want.String())
 	}
 }

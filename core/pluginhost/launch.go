@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -51,7 +52,7 @@ func (h *Host) launch(ctx context.Context, spec resolvedSpec, mode launchMode) (
 	var started atomic.Pointer[processRunner]
 	// The transport's launch settings (gRPC only, AutoMTLS, no host
 	// environment, bounded messages), started by our own runner.
-	config := transport.ClientConfig(nil, exitLogger{Logger: h.opts.Logger.Named("plugin").Named(spec.Kind), pr: pr})
+	config := transport.ClientConfig(nil, exitLogger{Logger: h.opts.Logger.Named("plugin").Named(string(spec.Kind)), pr: pr})
 	config.RunnerFunc = func(logger hclog.Logger, template *exec.Cmd, _ string) (runner.Runner, error) {
 		r, err := newProcessRunner(logger, template, bin, spec.Name, spec.Args, processEnv(spec, h.opts.LogLevel))
 		if err != nil {
@@ -139,11 +140,12 @@ func (h *Host) handshake(ctx context.Context, pr *process) error {
 		return fmt.Errorf("GetIdentity: %w", err)
 	}
 	pr.identity = Identity{Kind: id.GetKind(), Name: id.GetName(), PluginVersion: id.GetPluginVersion(), APIVersions: id.GetApiVersions()}
-	if pr.identity.Kind != pr.spec.Kind || pr.identity.Name != pr.spec.Name {
+	if Kind(pr.identity.Kind) != pr.spec.Kind || pr.identity.Name != pr.spec.Name {
 		return fmt.Errorf("binary %s says it is plugin %s/%s, but the config expects %s",
 			pr.runner.binary.path, pr.identity.Kind, pr.identity.Name, pr.spec)
 	}
-	if pr.apiVersion, err = chooseAPIVersion(pr.spec.Kind, Kinds[pr.spec.Kind].APIVersions, pr.identity.APIVersions); err != nil {
+	kind, _ := pr.spec.Kind.Info()
+	if pr.apiVersion, err = chooseAPIVersion(pr.spec.Kind, kind.APIVersions, pr.identity.APIVersions); err != nil {
 		return err
 	}
 	caps, err := base.GetCapabilities(ctx, &basev1.GetCapabilitiesRequest{})
@@ -151,6 +153,16 @@ func (h *Host) handshake(ctx context.Context, pr *process) error {
 		return fmt.Errorf("GetCapabilities: %w", err)
 	}
 	pr.capabilities = caps.GetCapabilities()
+	// A newer plugin may offer calls this core does not make yet.
+	var unknown []string
+	for _, c := range pr.capabilities {
+		if !slices.Contains(kind.Capabilities, c) {
+			unknown = append(unknown, c)
+		}
+	}
+	if len(unknown) > 0 {
+		h.opts.Logger.Debug("the plugin declares capabilities this core does not use", "plugin", pr.spec.String(), "capabilities", unknown)
+	}
 	return nil
 }
 

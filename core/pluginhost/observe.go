@@ -10,7 +10,8 @@ import (
 
 // FinishedCall is one finished call to a plugin process, for Options.OnCall.
 type FinishedCall struct {
-	Kind, Name string
+	Kind Kind
+	Name string
 	// Method is the gRPC method, "/<package>.<Service>/<Method>".
 	Method string
 	// Duration is until the answer, or, for a stream, until it ended.
@@ -19,7 +20,7 @@ type FinishedCall struct {
 
 // callObserver times every call on a plugin process's connection and
 // reports it to onCall.
-func callObserver(onCall func(FinishedCall), kind, name string) []grpc.DialOption {
+func callObserver(onCall func(FinishedCall), kind Kind, name string) []grpc.DialOption {
 	unary := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		start := time.Now()
 		err := invoker(ctx, method, req, reply, cc, opts...)

@@ -8,11 +8,11 @@ import (
 
 // slotKey names a slot: singleton kinds have one slot per kind, other kinds
 // one per plugin name.
-func slotKey(kind, name string) string {
-	if Kinds[kind].Singleton {
-		return kind
+func slotKey(kind Kind, name string) string {
+	if kind.Singleton() {
+		return string(kind)
 	}
-	return kind + "/" + name
+	return string(kind) + "/" + name
 }
 
 // reconcilePlan is what Reconcile does to the slots.
@@ -33,10 +33,10 @@ func planReconcile(current []string, specs []Spec) (reconcilePlan, error) {
 	claimed := map[string]string{} // slot key -> the spec that claimed it
 	var errs []error
 	for _, s := range specs {
-		_, knownKind := Kinds[s.Kind]
+		_, knownKind := s.Kind.Info()
 		key := slotKey(s.Kind, s.Name)
 		if by, dup := claimed[key]; dup && knownKind {
-			if Kinds[s.Kind].Singleton {
+			if s.Kind.Singleton() {
 				errs = append(errs, fmt.Errorf("plugin %s: %s takes one plugin and %s is configured already", s, s.Kind, by))
 			} else {
 				errs = append(errs, fmt.Errorf("plugin %s: configured twice", s))

@@ -22,7 +22,7 @@ var ErrUnavailable = errors.New("plugin unavailable")
 // Reconcile removes stays Stopped, and a later spec for it gets a new slot.
 type Plugin struct {
 	host *Host
-	kind string
+	kind Kind
 
 	// serving is the process calls go to; nil unless State is Serving. It
 	// is switched before an old process is retired, so a caller that loses
@@ -48,7 +48,7 @@ type Plugin struct {
 	stopped       chan struct{} // closed when the supervisor has returned
 }
 
-func newPlugin(h *Host, kind, name string) *Plugin {
+func newPlugin(h *Host, kind Kind, name string) *Plugin {
 	return &Plugin{
 		host:          h,
 		kind:          kind,
@@ -62,7 +62,7 @@ func newPlugin(h *Host, kind, name string) *Plugin {
 }
 
 // Kind is the slot's plugin kind.
-func (p *Plugin) Kind() string { return p.kind }
+func (p *Plugin) Kind() Kind { return p.kind }
 
 // Name is the name of the plugin configured in the slot. For singleton
 // kinds it changes when the operator configures another plugin of the kind.
@@ -116,6 +116,8 @@ type Lease struct {
 	// Release ends the lease; later calls do nothing.
 	Release func()
 
+	// host and process are nil in a test's stand-in lease.
+	host    *Host
 	process *process
 }
 
@@ -139,6 +141,7 @@ func (p *Plugin) Acquire(ctx context.Context) (*Lease, error) {
 				Capabilities: pr.capabilities,
 				APIVersion:   pr.apiVersion,
 				Release:      func() { once.Do(pr.release) },
+				host:         p.host,
 				process:      pr,
 			}, nil
 		}

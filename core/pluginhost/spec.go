@@ -14,14 +14,14 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/microlet/microlet/sdk"
 	"github.com/microlet/microlet/sdk/transport"
 )
 
 // Spec is one plugin block of the agent config.
 type Spec struct {
-	// Kind is "eviction", "imagegc", "probes", "cgroup", "devices", "stats",
-	// or another kind in Kinds.
-	Kind string
+	// Kind is one of Kinds().
+	Kind Kind
 	// Name is the plugin's name within its kind.
 	Name string
 	// Binary is the file name inside Options.Dir; default
@@ -39,14 +39,14 @@ type Spec struct {
 	Config map[string]any
 }
 
-func (s Spec) String() string { return s.Kind + "/" + s.Name }
+func (s Spec) String() string { return string(s.Kind) + "/" + s.Name }
 
 // BinaryName is the binary's file name in the plugin directory.
 func (s Spec) BinaryName() string {
 	if s.Binary != "" {
 		return s.Binary
 	}
-	return "microlet-" + s.Kind + "-" + s.Name
+	return "microlet-" + string(s.Kind) + "-" + s.Name
 }
 
 // basePATH is the whole PATH a plugin gets unless its spec sets one.
@@ -66,9 +66,9 @@ type resolvedSpec struct {
 // error names the plugin and every problem found.
 func resolveSpec(s Spec) (resolvedSpec, error) {
 	var errs []error
-	_, known := Kinds[s.Kind]
+	_, known := s.Kind.Info()
 	if !known {
-		errs = append(errs, fmt.Errorf("unknown kind %q; expected one of %v", s.Kind, knownKinds()))
+		errs = append(errs, fmt.Errorf("unknown kind %q; expected one of %v", s.Kind, sdk.KnownKinds()))
 	}
 	for _, msg := range validation.IsDNS1123Label(s.Name) {
 		errs = append(errs, fmt.Errorf("name %q: %s", s.Name, msg))
@@ -180,7 +180,7 @@ func processEnv(s resolvedSpec, logLevel string) []string {
 	}
 	return append(env,
 		transport.EnvLogLevel+"="+logLevel,
-		transport.EnvKind+"="+s.Kind,
+		transport.EnvKind+"="+string(s.Kind),
 		transport.EnvName+"="+s.Name,
 	)
 }

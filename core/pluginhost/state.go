@@ -49,7 +49,7 @@ func (s State) String() string {
 
 // Status describes one slot.
 type Status struct {
-	Kind  string
+	Kind  Kind
 	Name  string
 	State State
 	// PID of the serving process; 0 when none serves.
@@ -104,7 +104,7 @@ const (
 // Event is reported to Options.OnEvent.
 type Event struct {
 	Type EventType
-	Kind string
+	Kind Kind
 	Name string
 	// PID of the process the event is about (for swaps: the new one).
 	PID      int

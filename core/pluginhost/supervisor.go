@@ -203,7 +203,7 @@ func (s *supervisor) fail(err error) {
 	s.p.setState(Failed, err)
 	s.h.emit(Event{Type: EventFailed, Kind: s.spec.Kind, Name: s.spec.Name, Reason: err.Error()})
 	s.h.log.Error("PLUGIN FAILED: its kind falls back until the config or the binary changes",
-		"plugin", s.spec.String(), "fallback", Kinds[s.spec.Kind].Fallback, "error", err)
+		"plugin", s.spec.String(), "fallback", s.spec.Kind.Fallback(), "error", err)
 }
 
 // swap replaces the serving process by one running spec, and keeps the old

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/microlet/microlet/core/pluginhost"
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
@@ -40,7 +41,7 @@ func (m *Manager) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) (D
 		err := m.syncNode(ctx)
 		node = m.nodeView()
 		switch {
-		case err != nil && isUnavailable(err):
+		case errors.Is(err, pluginhost.ErrUnavailable):
 			return Decision{}, fmt.Errorf("pod %s waits for node allocatable from the cgroup plugin: %w", podName(pod), err)
 		case err != nil && node.Allocatable == nil:
 			// The plugin refuses to plan the node (reservations beyond
@@ -52,16 +53,16 @@ func (m *Manager) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) (D
 	for _, p := range admitted {
 		views = append(views, podView(p))
 	}
-	resp, err := callPlugin(ctx, m.opts.Plugin, "cgroup plugin Admit", func(ctx context.Context, c cgroupv1.CgroupServiceClient) (*cgroupv1.AdmitResponse, error) {
-		return c.Admit(ctx, &cgroupv1.AdmitRequest{Pod: podView(pod), Node: node, AdmittedPods: views})
+	resp, err := pluginhost.Ask(ctx, m.opts.Plugin, "cgroup plugin Admit", func(ctx context.Context, p pluginhost.Conn[cgroupv1.CgroupServiceClient]) (*cgroupv1.AdmitResponse, error) {
+		return p.Client.Admit(ctx, &cgroupv1.AdmitRequest{Pod: podView(pod), Node: node, AdmittedPods: views})
 	})
 	switch {
-	case errors.Is(err, ErrNoPlugin):
+	case notConfigured(err):
 		m.noPlugin()
 		return Decision{Admit: true}, nil
 	case err != nil && ctx.Err() != nil:
 		return Decision{}, ctx.Err()
-	case isUnavailable(err):
+	case errors.Is(err, pluginhost.ErrUnavailable):
 		return Decision{}, fmt.Errorf("pod %s waits for the cgroup plugin's admission: %w", podName(pod), err)
 	case status.Code(err) == codes.Unimplemented:
 		return Decision{Admit: true}, nil

@@ -62,17 +62,17 @@ func (p *switchPlugin) set(s pluginState) {
 	p.mu.Unlock()
 }
 
-func (p *switchPlugin) Call(ctx context.Context, fn func(context.Context, cgroupv1.CgroupServiceClient) error) error {
+func (p *switchPlugin) Call(ctx context.Context, fn func(context.Context, pluginhost.Conn[cgroupv1.CgroupServiceClient]) error) error {
 	p.mu.Lock()
 	state, client := p.state, p.client
 	p.mu.Unlock()
 	switch state {
 	case absent:
-		return ErrNoPlugin
+		return fmt.Errorf("no cgroup plugin is configured: %w", pluginhost.ErrNotConfigured)
 	case down:
 		return fmt.Errorf("%w: plugin cgroup/default is restarting", pluginhost.ErrUnavailable)
 	}
-	return fn(ctx, client)
+	return fn(ctx, pluginhost.Conn[cgroupv1.CgroupServiceClient]{Client: client})
 }
 
 // servePlanner serves the default planner in the test binary, configured

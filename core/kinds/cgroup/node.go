@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/microlet/microlet/core/pluginhost"
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
@@ -44,10 +45,10 @@ func (m *Manager) syncNode(ctx context.Context) error {
 		views = append(views, podView(pod))
 	}
 	m.mu.Unlock()
-	resp, err := callPlugin(ctx, m.opts.Plugin, "cgroup plugin PlanNode", func(ctx context.Context, c cgroupv1.CgroupServiceClient) (*cgroupv1.PlanNodeResponse, error) {
-		return c.PlanNode(ctx, &cgroupv1.PlanNodeRequest{Node: m.nodeView(), Pods: views, EvictionReserved: reserved})
+	resp, err := pluginhost.Ask(ctx, m.opts.Plugin, "cgroup plugin PlanNode", func(ctx context.Context, p pluginhost.Conn[cgroupv1.CgroupServiceClient]) (*cgroupv1.PlanNodeResponse, error) {
+		return p.Client.PlanNode(ctx, &cgroupv1.PlanNodeRequest{Node: m.nodeView(), Pods: views, EvictionReserved: reserved})
 	})
-	if errors.Is(err, ErrNoPlugin) {
+	if notConfigured(err) {
 		m.noPlugin()
 		m.mu.Lock()
 		m.node = nil

@@ -50,7 +50,7 @@ func TestHostPlugin(t *testing.T) {
 		t.Errorf("PlanPod with no plugin configured = %+v, %v; want an empty plan", plan, err)
 	}
 
-	spec := pluginhost.Spec{Kind: PluginKind, Name: "default", Config: map[string]any{"cpu_cfs_quota_period": "50ms"}}
+	spec := pluginhost.Spec{Kind: pluginhost.Cgroup, Name: "default", Config: map[string]any{"cpu_cfs_quota_period": "50ms"}}
 	if err := host.Reconcile(ctx, []pluginhost.Spec{spec}); err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +62,8 @@ func TestHostPlugin(t *testing.T) {
 	if err := host.Reconcile(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := HostPlugin(host).Call(ctx, nil); !errors.Is(err, ErrNoPlugin) {
-		t.Errorf("Call after the plugin was removed = %v, want ErrNoPlugin", err)
+	if err := HostPlugin(host).Call(ctx, nil); !errors.Is(err, pluginhost.ErrNotConfigured) {
+		t.Errorf("Call after the plugin was removed = %v, want ErrNotConfigured", err)
 	}
 }
 

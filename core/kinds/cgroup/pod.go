@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/pods/podruntime"
 	"github.com/microlet/microlet/core/pods/podview"
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
@@ -37,8 +38,8 @@ var _ podruntime.ResourcePlanner = (*Manager)(nil)
 // plugin, pods get no cgroup parent and no resource settings.
 func (m *Manager) PlanPod(ctx context.Context, pod *v1.Pod) (*podruntime.ResourcePlan, error) {
 	last := m.lastPlan(pod.UID)
-	resp, err := callPlugin(ctx, m.opts.Plugin, "cgroup plugin PlanPod", func(ctx context.Context, c cgroupv1.CgroupServiceClient) (*cgroupv1.PlanPodResponse, error) {
-		return c.PlanPod(ctx, &cgroupv1.PlanPodRequest{Pod: podView(pod), Node: m.nodeView()})
+	resp, err := pluginhost.Ask(ctx, m.opts.Plugin, "cgroup plugin PlanPod", func(ctx context.Context, p pluginhost.Conn[cgroupv1.CgroupServiceClient]) (*cgroupv1.PlanPodResponse, error) {
+		return p.Client.PlanPod(ctx, &cgroupv1.PlanPodRequest{Pod: podView(pod), Node: m.nodeView()})
 	})
 	var plan *podPlan
 	if err == nil {
@@ -53,7 +54,7 @@ func (m *Manager) PlanPod(ctx context.Context, pod *v1.Pod) (*podruntime.Resourc
 		plan.resources.CgroupParent, plan.resources.Sandbox = last.resources.CgroupParent, last.resources.Sandbox
 	}
 	switch {
-	case errors.Is(err, ErrNoPlugin):
+	case notConfigured(err):
 		m.noPlugin()
 		if last == nil {
 			return &podruntime.ResourcePlan{}, nil
@@ -64,7 +65,7 @@ func (m *Manager) PlanPod(ctx context.Context, pod *v1.Pod) (*podruntime.Resourc
 	case err != nil && last != nil:
 		m.log.Debug("keeping the last good cgroup plan", "pod", podName(pod), "error", err)
 		plan = last
-	case err != nil && isUnavailable(err):
+	case errors.Is(err, pluginhost.ErrUnavailable):
 		return nil, fmt.Errorf("pod %s waits for the cgroup plugin: %w", podName(pod), err)
 	case err != nil:
 		return nil, fmt.Errorf("pod %s has no cgroup plan: %w", podName(pod), err)

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/pods/syncloop"
 )
 
@@ -153,7 +154,7 @@ func (a *podAdmission) allocateContainer(ctx context.Context, container, resourc
 		slices.Sort(offer)
 		preferred, err := m.preferred(ctx, plan.owner, resource, offer, plan.picked, count)
 		switch {
-		case err != nil && unavailable(err):
+		case errors.Is(err, pluginhost.ErrUnavailable):
 			return waitFor("device plugin %s, which serves %s, is unavailable: %v", pluginName(plan.owner), resource, err)
 		case err != nil:
 			return fmt.Errorf("device plugin GetPreferredAllocation rpc failed with err: %v", err)
@@ -164,7 +165,7 @@ func (a *podAdmission) allocateContainer(ctx context.Context, container, resourc
 
 	resp, err := m.allocate(ctx, plan.owner, resource, string(a.pod.UID), plan.picked)
 	switch {
-	case err != nil && unavailable(err):
+	case errors.Is(err, pluginhost.ErrUnavailable):
 		return waitFor("device plugin %s, which serves %s, is unavailable: %v", pluginName(plan.owner), resource, err)
 	case err != nil:
 		return err

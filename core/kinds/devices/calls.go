@@ -2,12 +2,9 @@ package devices
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/microlet/microlet/core/pluginhost"
@@ -18,47 +15,18 @@ import (
 const preStartTimeout = pluginapi.KubeletPreStartContainerRPCTimeoutInSecs * time.Second
 
 // call runs fn on the serving process of the plugin named owner, within
-// timeout. Its error wraps pluginhost.ErrUnavailable when no process
-// serves, or when the process was lost during the call.
+// timeout, its error sorted by pluginhost.Classify: it wraps
+// pluginhost.ErrUnavailable when no process serves, the process was lost
+// during the call, or the plugin asked to be tried again later.
 func (m *Manager) call(ctx context.Context, owner string, timeout time.Duration, fn func(context.Context, devicesv1.DevicesServiceClient) error) error {
 	slot := m.slot(owner)
 	if slot == nil {
 		return fmt.Errorf("%w: device plugin %s is not configured", pluginhost.ErrUnavailable, pluginName(owner))
 	}
-	lease, err := slot.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer lease.Release()
-	callCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	err = fn(callCtx, devicesv1.NewDevicesServiceClient(lease.Conn))
-	if err != nil && ctx.Err() == nil && lost(lease, err) {
-		return fmt.Errorf("%w: device plugin %s was lost during the call: %w", pluginhost.ErrUnavailable, pluginName(owner), err)
-	}
-	return err
-}
-
-// lost says whether a call's error comes from the process going away
-// (retired or dead: its lease is done) rather than from the plugin.
-func lost(lease *pluginhost.Lease, err error) bool {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.Canceled:
-	default:
-		return false
-	}
-	select {
-	case <-lease.Done:
-		return true
-	default:
-		return false
-	}
-}
-
-// unavailable says whether err means "not now": no process serves, it was
-// lost during the call, or the plugin answered UNAVAILABLE (sdk.Retryable).
-func unavailable(err error) bool {
-	return errors.Is(err, pluginhost.ErrUnavailable) || status.Code(err) == codes.Unavailable
+	client := pluginhost.Client[devicesv1.DevicesServiceClient]{Slot: slot, New: devicesv1.NewDevicesServiceClient, Timeout: timeout}
+	return pluginhost.Classify(ctx, client.Call(ctx, func(ctx context.Context, c pluginhost.Conn[devicesv1.DevicesServiceClient]) error {
+		return fn(ctx, c.Client)
+	}))
 }
 
 // preferred asks the plugin which devices it prefers.

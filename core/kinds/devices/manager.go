@@ -16,8 +16,6 @@ import (
 )
 
 const (
-	// PluginKind is the plugin kind the manager follows.
-	PluginKind = "devices"
 	// CheckpointDir is the checkpoint's directory under the agent's root
 	// dir, upstream's device-plugins directory name.
 	CheckpointDir = "device-plugins"
@@ -41,18 +39,16 @@ const slotScanInterval = time.Second
 // Slot is where one devices plugin serves: *pluginhost.Plugin, a devices
 // slot of the plugin host.
 type Slot interface {
+	pluginhost.Slot
 	// Name is the plugin's name within the devices kind.
 	Name() string
-	// Acquire returns a lease on the serving process, or an error wrapping
-	// pluginhost.ErrUnavailable when none serves; it does not wait.
-	Acquire(ctx context.Context) (*pluginhost.Lease, error)
 }
 
 // HostSlots lists the plugin host's devices slots, looked up on every call
 // so that plugins a reload configures or removes are followed.
 func HostSlots(host *pluginhost.Host) func() []Slot {
 	return func() []Slot {
-		plugins := host.Plugins(PluginKind)
+		plugins := host.Plugins(pluginhost.Devices)
 		out := make([]Slot, len(plugins))
 		for i, p := range plugins {
 			out[i] = p
@@ -142,7 +138,7 @@ func New(opts Options) (*Manager, error) {
 }
 
 // Name names the manager as an admitter and a releaser.
-func (m *Manager) Name() string { return PluginKind }
+func (m *Manager) Name() string { return string(pluginhost.Devices) }
 
 // Run follows every devices slot, one ListAndWatch stream each, until ctx
 // ends: it starts watching slots a reload adds, stops watching removed
@@ -232,4 +228,4 @@ func (m *Manager) slot(name string) Slot {
 }
 
 // pluginName is how messages name a devices plugin.
-func pluginName(name string) string { return PluginKind + "/" + name }
+func pluginName(name string) string { return string(pluginhost.Devices) + "/" + name }

@@ -57,7 +57,7 @@ func TestThroughThePluginHost(t *testing.T) {
 		}
 	})
 	spec := func(permissions string) []pluginhost.Spec {
-		return []pluginhost.Spec{{Kind: PluginKind, Name: "hostdev", Config: map[string]any{
+		return []pluginhost.Spec{{Kind: pluginhost.Devices, Name: "hostdev", Config: map[string]any{
 			"resources": []any{map[string]any{"name": "microlet.dev/null", "paths": []any{"/dev/null"}, "permissions": permissions}},
 		}}}
 	}

@@ -6,17 +6,19 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/pods/podview"
 	"github.com/microlet/microlet/core/pods/status"
 	"github.com/microlet/microlet/core/pods/syncloop"
 	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
+	"github.com/microlet/microlet/sdk"
 )
 
 // The manager admits pods under node pressure: it is a syncloop.Admitter.
 var _ syncloop.Admitter = (*Manager)(nil)
 
 // Name names the admitter in the sync loop's logs.
-func (m *Manager) Name() string { return "eviction" }
+func (m *Manager) Name() string { return string(pluginhost.Eviction) }
 
 // Admit decides whether a new pod may start under the node's current
 // pressure conditions (upstream eviction manager Admit). Critical pods are
@@ -35,7 +37,7 @@ func (m *Manager) Admit(ctx context.Context, pod *v1.Pod, _ []*v1.Pod) syncloop.
 		view.QosClass = string(status.GetPodQOS(pod))
 	}
 	req := &evictionv1.AdmitRequest{Pod: view, Conditions: m.Conditions()}
-	resp, err := callOptional(ctx, m.opts.Plugin, "Admit", capabilityAdmit, func(ctx context.Context, c evictionv1.EvictionServiceClient) (*evictionv1.AdmitResponse, error) {
+	resp, err := callOptional(ctx, m.opts.Plugin, "Admit", sdk.CapabilityEvictionAdmit, func(ctx context.Context, c evictionv1.EvictionServiceClient) (*evictionv1.AdmitResponse, error) {
 		return c.Admit(ctx, req)
 	})
 	if err != nil {

@@ -36,7 +36,7 @@ func TestAdmission(t *testing.T) {
 			t.Run(plugin+"/"+tc.name, func(t *testing.T) {
 				slot := &switchable{}
 				if plugin == "none" {
-					slot.set(nil, fmt.Errorf("%w: %w", errNotConfigured, pluginhost.ErrUnavailable))
+					slot.set(nil, fmt.Errorf("no eviction plugin is configured: %w", pluginhost.ErrNotConfigured))
 				} else {
 					slot.set(servePlugin(t, plugin, nil), nil)
 				}
@@ -75,7 +75,7 @@ func TestReservation(t *testing.T) {
 		}
 	}
 	builtinDisk := int64(10737418400) // 10% of 100Gi, as the kubelet computes it
-	slot.set(nil, fmt.Errorf("%w: %w", errNotConfigured, pluginhost.ErrUnavailable))
+	slot.set(nil, fmt.Errorf("no eviction plugin is configured: %w", pluginhost.ErrNotConfigured))
 	check("no plugin configured", 100*Mi, builtinDisk)
 	slot.set(nil, fmt.Errorf("%w: starting", pluginhost.ErrUnavailable))
 	check("plugin starting, never answered", 100*Mi, builtinDisk)

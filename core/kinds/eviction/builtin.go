@@ -6,9 +6,9 @@ import (
 	"fmt"
 
 	"github.com/microlet/microlet/core/pluginhost"
-	"github.com/microlet/microlet/plugins/eviction/engine"
-	"github.com/microlet/microlet/plugins/eviction/kubelet"
 	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
+	"github.com/microlet/microlet/sdk/evictionengine"
+	"github.com/microlet/microlet/sdk/evictionengine/kubelet"
 )
 
 // builtinName labels the built-in evictor's cycles.
@@ -19,8 +19,8 @@ const builtinName = "builtin"
 // with the kubelet's default hard thresholds and nothing else, so that a
 // node without its eviction plugin still survives what the kubelet's
 // defaults would have caught.
-func newBuiltin() (*engine.Engine, error) {
-	var cfg engine.Config
+func newBuiltin() (*evictionengine.Engine, error) {
+	var cfg evictionengine.Config
 	cfg.SetDefaults()
 	e, err := kubelet.New(&cfg)
 	if err != nil {
@@ -48,8 +48,8 @@ func (m *Manager) synchronize(ctx context.Context, req *evictionv1.SynchronizeRe
 	m.mu.Lock()
 	req.State = m.pluginState
 	m.mu.Unlock()
-	resp, err := callPlugin(ctx, m.opts.Plugin, "Synchronize", func(ctx context.Context, c evictionv1.EvictionServiceClient, _ []string) (*evictionv1.SynchronizeResponse, error) {
-		return c.Synchronize(ctx, req)
+	resp, err := pluginhost.Ask(ctx, m.opts.Plugin, "eviction plugin Synchronize", func(ctx context.Context, c evictionConn) (*evictionv1.SynchronizeResponse, error) {
+		return c.Client.Synchronize(ctx, req)
 	})
 	if err == nil {
 		m.mu.Lock()

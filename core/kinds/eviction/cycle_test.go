@@ -143,7 +143,7 @@ func TestCoreKeepsTheFinalSay(t *testing.T) {
 // applies the kubelet's default hard thresholds, with its ranking.
 func TestBuiltinWhenPluginDown(t *testing.T) {
 	for name, down := range map[string]error{
-		"not configured": fmt.Errorf("%w: %w", errNotConfigured, pluginhost.ErrUnavailable),
+		"not configured": fmt.Errorf("no eviction plugin is configured: %w", pluginhost.ErrNotConfigured),
 		"restarting":     fmt.Errorf("%w: plugin eviction/kubelet is restarting", pluginhost.ErrUnavailable),
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -24,13 +24,13 @@ import (
 	"github.com/microlet/microlet/core/pods/podview"
 	"github.com/microlet/microlet/core/pods/podworkers"
 	"github.com/microlet/microlet/core/pods/status"
-	"github.com/microlet/microlet/plugins/eviction/engine"
-	"github.com/microlet/microlet/plugins/eviction/kubelet"
 	"github.com/microlet/microlet/plugins/eviction/priority"
 	"github.com/microlet/microlet/plugins/eviction/strategy"
 	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 	"github.com/microlet/microlet/sdk"
+	"github.com/microlet/microlet/sdk/evictionengine"
+	"github.com/microlet/microlet/sdk/evictionengine/kubelet"
 	"github.com/microlet/microlet/sdk/sdktest"
 )
 
@@ -187,8 +187,8 @@ type clientPlugin struct {
 	capabilities []string
 }
 
-func (p *clientPlugin) Call(ctx context.Context, fn func(context.Context, evictionv1.EvictionServiceClient, []string) error) error {
-	return fn(ctx, p.client, p.capabilities)
+func (p *clientPlugin) Call(ctx context.Context, fn func(context.Context, evictionConn) error) error {
+	return fn(ctx, evictionConn{Client: p.client, Capabilities: p.capabilities})
 }
 
 func (p *clientPlugin) Name() string { return p.name }
@@ -200,7 +200,7 @@ func servePlugin(t *testing.T, name string, config map[string]any) *clientPlugin
 	var h *sdktest.Harness
 	switch name {
 	case "kubelet":
-		h = sdktest.InProcess[engine.Config](t, info, strategy.New(kubelet.New))
+		h = sdktest.InProcess[evictionengine.Config](t, info, strategy.New(kubelet.New))
 	case "priority":
 		h = sdktest.InProcess[priority.Config](t, info, strategy.New(priority.New))
 	default:
@@ -254,7 +254,7 @@ func (s *switchable) set(p Plugin, down error) {
 	s.p, s.down = p, down
 }
 
-func (s *switchable) Call(ctx context.Context, fn func(context.Context, evictionv1.EvictionServiceClient, []string) error) error {
+func (s *switchable) Call(ctx context.Context, fn func(context.Context, evictionConn) error) error {
 	s.mu.Lock()
 	p, down := s.p, s.down
 	s.mu.Unlock()

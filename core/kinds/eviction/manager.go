@@ -30,9 +30,9 @@ import (
 	"github.com/microlet/microlet/core/kinds/stats"
 	"github.com/microlet/microlet/core/node/memnotify"
 	"github.com/microlet/microlet/core/pods/podworkers"
-	"github.com/microlet/microlet/plugins/eviction/engine"
 	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+	"github.com/microlet/microlet/sdk/evictionengine"
 )
 
 // Upstream's figures (pkg/kubelet/eviction/eviction_manager.go, kubelet.go).
@@ -107,7 +107,7 @@ type Options struct {
 type Manager struct {
 	opts    Options
 	log     hclog.Logger
-	builtin *engine.Engine
+	builtin *evictionengine.Engine
 	metrics *metrics
 
 	mu sync.Mutex

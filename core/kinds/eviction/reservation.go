@@ -9,6 +9,7 @@ import (
 	"github.com/microlet/microlet/core/pluginhost"
 	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+	"github.com/microlet/microlet/sdk"
 )
 
 // Reservation says what the hard thresholds hold back from pods, for node
@@ -19,7 +20,7 @@ import (
 // do (memory.available<100Mi, nodefs.available<10%).
 func (m *Manager) Reservation(ctx context.Context, capacity *typesv1.ResourceList) (*typesv1.ResourceList, error) {
 	req := &evictionv1.GetNodeReservationRequest{Capacity: capacity}
-	resp, err := callOptional(ctx, m.opts.Plugin, "GetNodeReservation", capabilityReservation, func(ctx context.Context, c evictionv1.EvictionServiceClient) (*evictionv1.GetNodeReservationResponse, error) {
+	resp, err := callOptional(ctx, m.opts.Plugin, "GetNodeReservation", sdk.CapabilityEvictionReservation, func(ctx context.Context, c evictionv1.EvictionServiceClient) (*evictionv1.GetNodeReservationResponse, error) {
 		return c.GetNodeReservation(ctx, req)
 	})
 	m.mu.Lock()
@@ -32,7 +33,7 @@ func (m *Manager) Reservation(ctx context.Context, capacity *typesv1.ResourceLis
 		}
 		m.pluginReserved = proto.Clone(reserved).(*typesv1.ResourceList)
 		return reserved, nil
-	case errors.Is(err, pluginhost.ErrUnavailable) && !errors.Is(err, errNotConfigured) && m.pluginReserved != nil:
+	case errors.Is(err, pluginhost.ErrUnavailable) && !errors.Is(err, pluginhost.ErrNotConfigured) && m.pluginReserved != nil:
 		return proto.Clone(m.pluginReserved).(*typesv1.ResourceList), nil
 	case errors.Is(err, pluginhost.ErrUnavailable), errors.Is(err, errNoCapability):
 		return m.builtin.Reservation(req).GetReserved(), nil

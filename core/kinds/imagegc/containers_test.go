@@ -187,7 +187,7 @@ func TestContainerGCWithoutPlugin(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"not configured", fmt.Errorf("%w: %w", errNotConfigured, pluginhost.ErrUnavailable)},
+		{"not configured", fmt.Errorf("no imagegc plugin is configured: %w", pluginhost.ErrNotConfigured)},
 		{"restarting", fmt.Errorf("%w: plugin imagegc/lru is restarting", pluginhost.ErrUnavailable)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

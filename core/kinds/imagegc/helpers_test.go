@@ -12,6 +12,7 @@ import (
 	kubelettypes "k8s.io/kubelet/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/plugins/imagegc/lru"
 	imagegcv1 "github.com/microlet/microlet/proto/microlet/imagegc/v1"
 	"github.com/microlet/microlet/sdk"
@@ -137,8 +138,8 @@ type clientPlugin struct {
 	client imagegcv1.ImageGCServiceClient
 }
 
-func (p clientPlugin) Call(ctx context.Context, fn func(context.Context, imagegcv1.ImageGCServiceClient) error) error {
-	return fn(ctx, p.client)
+func (p clientPlugin) Call(ctx context.Context, fn func(context.Context, pluginhost.Conn[imagegcv1.ImageGCServiceClient]) error) error {
+	return fn(ctx, pluginhost.Conn[imagegcv1.ImageGCServiceClient]{Client: p.client})
 }
 
 // lruPlugin serves the real imagegc plugin in the test with config.
@@ -175,7 +176,7 @@ func fixedPlanPlugin(t *testing.T, plan *imagegcv1.PlanContainerGCResponse) Plug
 // downPlugin is a plugin that does not serve.
 type downPlugin struct{ err error }
 
-func (d downPlugin) Call(context.Context, func(context.Context, imagegcv1.ImageGCServiceClient) error) error {
+func (d downPlugin) Call(context.Context, func(context.Context, pluginhost.Conn[imagegcv1.ImageGCServiceClient]) error) error {
 	return d.err
 }
 

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,9 +34,6 @@ const (
 	ImageGCPeriod     = 5 * time.Minute
 )
 
-// PluginKind is the plugin kind the manager calls.
-const PluginKind = "imagegc"
-
 // Runtime is the CRI client as GC uses it (core/runtime/cri.Client).
 type Runtime interface {
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
@@ -52,12 +48,10 @@ type Runtime interface {
 	Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error)
 }
 
-// Plugin is how the manager reaches the imagegc plugin.
-type Plugin interface {
-	// Call runs fn with a client of the serving plugin. Its error wraps
-	// pluginhost.ErrUnavailable when no plugin is configured or serves.
-	Call(ctx context.Context, fn func(ctx context.Context, client imagegcv1.ImageGCServiceClient) error) error
-}
+// Plugin is how the manager reaches the imagegc plugin. Its errors wrap
+// pluginhost.ErrUnavailable when no plugin serves, and
+// pluginhost.ErrNotConfigured as well when none is configured.
+type Plugin = pluginhost.Caller[imagegcv1.ImageGCServiceClient]
 
 // PodState says what the core knows of a pod.
 type PodState interface {
@@ -152,7 +146,7 @@ func (m *Manager) periodic(ctx context.Context, what string, collect func() erro
 	case err == nil:
 		delete(m.skipped, what)
 	case ctx.Err() != nil:
-	case errors.Is(err, errNotConfigured), errors.Is(err, errUnsupported):
+	case errors.Is(err, pluginhost.ErrNotConfigured), errors.Is(err, errUnsupported):
 		if m.skipped[what] != err.Error() {
 			m.skipped[what] = err.Error()
 			m.log.Info("garbage collection of "+what+" is off", "reason", err)
@@ -166,45 +160,23 @@ func (m *Manager) periodic(ctx context.Context, what string, collect func() erro
 	}
 }
 
-var (
-	// errNotConfigured: no imagegc plugin in the config.
-	errNotConfigured = errors.New("no imagegc plugin is configured")
-	// errUnsupported: the plugin does not plan this kind of collection.
-	errUnsupported = errors.New("the imagegc plugin does not plan this collection")
-)
+// errUnsupported: the plugin does not plan this kind of collection.
+var errUnsupported = errors.New("the imagegc plugin does not plan this collection")
 
 // HostPlugin reaches the imagegc plugin through the plugin host, looked up
 // on every call so that a plugin configured or swapped later is used.
-func HostPlugin(host *pluginhost.Host) Plugin { return hostPlugin{host} }
-
-type hostPlugin struct{ host *pluginhost.Host }
-
-func (h hostPlugin) Call(ctx context.Context, fn func(context.Context, imagegcv1.ImageGCServiceClient) error) error {
-	slot := h.host.Plugin(PluginKind)
-	if slot == nil {
-		return fmt.Errorf("%w: %w", errNotConfigured, pluginhost.ErrUnavailable)
-	}
-	_, err := pluginhost.Call(ctx, slot, func(ctx context.Context, conn *grpc.ClientConn) (struct{}, error) {
-		return struct{}{}, fn(ctx, imagegcv1.NewImageGCServiceClient(conn))
-	})
-	return err
+func HostPlugin(host *pluginhost.Host) Plugin {
+	return pluginhost.Client[imagegcv1.ImageGCServiceClient]{Slot: host.Kind(pluginhost.ImageGC), New: imagegcv1.NewImageGCServiceClient}
 }
 
-// plan calls the plugin and sorts its errors: every "ask again later"
-// wraps pluginhost.ErrUnavailable, UNIMPLEMENTED becomes errUnsupported.
+// plan calls the plugin, its errors sorted by pluginhost.Classify, and
+// UNIMPLEMENTED as errUnsupported.
 func (m *Manager) plan(ctx context.Context, what string, fn func(context.Context, imagegcv1.ImageGCServiceClient) error) error {
-	err := m.opts.Plugin.Call(ctx, fn)
-	switch {
-	case err == nil, errors.Is(err, pluginhost.ErrUnavailable):
-		return err
-	case ctx.Err() != nil:
-		return ctx.Err()
+	_, err := pluginhost.Ask(ctx, m.opts.Plugin, what, func(ctx context.Context, c pluginhost.Conn[imagegcv1.ImageGCServiceClient]) (struct{}, error) {
+		return struct{}{}, fn(ctx, c.Client)
+	})
+	if status.Code(err) == codes.Unimplemented {
+		return fmt.Errorf("%w: %w", errUnsupported, err)
 	}
-	switch status.Code(err) {
-	case codes.Unimplemented:
-		return fmt.Errorf("%s: %w: %w", what, errUnsupported, err)
-	case codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded, codes.FailedPrecondition:
-		return fmt.Errorf("%s: %w: %w", what, pluginhost.ErrUnavailable, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
+	return err
 }

@@ -15,7 +15,7 @@ import (
 // TestSkippedCyclesAreLogged: an unconfigured plugin is logged once until
 // it is configured; a plugin that does not serve, once per skipped cycle.
 func TestSkippedCyclesAreLogged(t *testing.T) {
-	notConfigured := fmt.Errorf("%w: %w", errNotConfigured, pluginhost.ErrUnavailable)
+	notConfigured := fmt.Errorf("no imagegc plugin is configured: %w", pluginhost.ErrNotConfigured)
 	restarting := fmt.Errorf("%w: restarting", pluginhost.ErrUnavailable)
 	for _, tc := range []struct {
 		name string

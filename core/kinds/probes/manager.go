@@ -1,7 +1,6 @@
 package probes
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"time"
@@ -15,19 +14,11 @@ import (
 	"github.com/microlet/microlet/core/runtime/container"
 )
 
-// Slot is where the probes plugin serves: *pluginhost.Plugin, the probes
-// slot of the plugin host (Host.Plugin("probes")).
-type Slot interface {
-	// Acquire returns a lease on the serving process, or an error
-	// (pluginhost.ErrUnavailable) when none serves; it does not wait.
-	Acquire(ctx context.Context) (*pluginhost.Lease, error)
-}
-
 // Options configure a Manager.
 type Options struct {
 	// Plugin is the probes plugin's slot; nil when no probes plugin is
 	// configured, and containers are then treated as having no probes.
-	Plugin Slot
+	Plugin pluginhost.Slot
 	// NodeIPs are the node's addresses: the default host of probes of pods
 	// on the host's network.
 	NodeIPs []string
@@ -51,7 +42,7 @@ const (
 // Manager keeps the probes plugin probing the running containers and
 // caches what it finds. Its methods are safe for concurrent use.
 type Manager struct {
-	slot        Slot
+	slot        pluginhost.Slot
 	nodeIPs     []string
 	callTimeout time.Duration
 	logger      hclog.Logger

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -14,17 +13,6 @@ import (
 	"github.com/microlet/microlet/core/pluginhost"
 	probesv1 "github.com/microlet/microlet/proto/microlet/probes/v1"
 )
-
-const (
-	// retryMin and retryMax bound the wait before asking again for a
-	// serving plugin process; the wait doubles while none serves.
-	retryMin = 100 * time.Millisecond
-	retryMax = 2 * time.Second
-)
-
-// errRetired ends a session whose plugin process is being retired (a
-// swap) or has died.
-var errRetired = errors.New("the plugin process was retired")
 
 // Run keeps the plugin probing what UpdatePod asks for, and the results
 // flowing into the cache, until ctx ends: one session per serving plugin
@@ -38,58 +26,30 @@ func (m *Manager) Run(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	wait := retryMin
-	for {
-		lease, err := m.slot.Acquire(ctx)
-		if err == nil {
-			var synced bool
-			synced, err = m.session(ctx, lease)
-			lease.Release()
-			if synced {
-				wait = retryMin
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
+	pluginhost.Follow(ctx, m.slot, m.session, func(err error) {
 		switch {
 		case errors.Is(err, pluginhost.ErrUnavailable):
 			m.logger.Trace("probes plugin unavailable; keeping the last probe results", "error", err)
-		case errors.Is(err, errRetired):
+		case errors.Is(err, pluginhost.ErrRetired):
 			m.logger.Debug("probes plugin process retired; moving to the next one")
-			continue
 		default:
 			m.logger.Warn("probes plugin session ended; keeping the last probe results", "error", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, retryMax)
-	}
+	})
 }
 
 // session serves one plugin process until it is retired, its stream
 // breaks, a call fails or ctx ends. synced says whether it got as far as
 // handing the plugin the whole set.
 func (m *Manager) session(ctx context.Context, lease *pluginhost.Lease) (synced bool, err error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-lease.Done:
-			cancel(errRetired)
-		case <-ctx.Done():
-		}
-	}()
-
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	client := probesv1.NewProbesServiceClient(lease.Conn)
 	// The watch opens first, so that no result of the set sent next is
 	// missed; the plugin restates standing verdicts to a new watch.
 	stream, err := client.WatchResults(ctx, &probesv1.WatchResultsRequest{})
 	if err != nil {
-		return false, sessionError(ctx, fmt.Errorf("open WatchResults: %w", err))
+		return false, fmt.Errorf("open WatchResults: %w", err)
 	}
 	received := make(chan struct{})
 	var receiveErr error
@@ -98,34 +58,25 @@ func (m *Manager) session(ctx context.Context, lease *pluginhost.Lease) (synced 
 		receiveErr = m.receive(ctx, stream)
 	}()
 	defer func() {
-		cancel(nil)
+		cancel()
 		<-received
 	}()
 
 	if err := m.sync(ctx, client); err != nil {
-		return false, sessionError(ctx, err)
+		return false, err
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			return true, context.Cause(ctx)
+			return true, ctx.Err()
 		case <-received:
-			return true, sessionError(ctx, fmt.Errorf("WatchResults: %w", receiveErr))
+			return true, fmt.Errorf("WatchResults: %w", receiveErr)
 		case <-m.kick:
 			if err := m.push(ctx, client); err != nil {
-				return true, sessionError(ctx, err)
+				return true, err
 			}
 		}
 	}
-}
-
-// sessionError is err, or the reason the session's context ended when it
-// did: a retired process makes its calls fail too.
-func sessionError(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); cause != nil {
-		return cause
-	}
-	return err
 }
 
 // receive applies the plugin's results until the stream ends.

@@ -75,7 +75,7 @@ func unconfigured(t *testing.T) *Provider {
 			t.Errorf("close the plugin host: %v", err)
 		}
 	})
-	return New(PluginSource(host), hclog.NewNullLogger())
+	return New(HostPlugin(host), hclog.NewNullLogger())
 }
 
 func get(t *testing.T, h http.Handler, method, target string) *httptest.ResponseRecorder {
@@ -253,7 +253,7 @@ func TestSummaryWhilePluginDown(t *testing.T) {
 	if host.Plugin("stats") == nil {
 		t.Fatal("the configured plugin has no slot")
 	}
-	provider := New(PluginSource(host), hclog.NewNullLogger())
+	provider := New(HostPlugin(host), hclog.NewNullLogger())
 	if _, err := provider.Summary(t.Context(), true); !errors.Is(err, pluginhost.ErrUnavailable) {
 		t.Errorf("Summary: %v, want an error wrapping pluginhost.ErrUnavailable", err)
 	}

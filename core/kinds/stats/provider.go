@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/microlet/microlet/core/pluginhost"
 	statsv1 "github.com/microlet/microlet/proto/microlet/stats/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
@@ -75,19 +76,13 @@ func (p *Provider) cpuAndMemory(ctx context.Context) (*statsapi.Summary, error) 
 
 // get runs one GetSummary: the node's stats first, then one message per pod.
 func (p *Provider) get(ctx context.Context, req *statsv1.GetSummaryRequest) (*Sample, error) {
-	var out *Sample
-	err := p.source.Call(ctx, func(ctx context.Context, conn *grpc.ClientConn) error {
-		stream, err := statsv1.NewStatsServiceClient(conn).GetSummary(ctx, req)
+	return pluginhost.Ask(ctx, p.source, "stats plugin GetSummary", func(ctx context.Context, c pluginhost.Conn[statsv1.StatsServiceClient]) (*Sample, error) {
+		stream, err := c.Client.GetSummary(ctx, req)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out, err = receive(stream)
-		return err
+		return receive(stream)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("stats plugin GetSummary: %w", err)
-	}
-	return out, nil
 }
 
 func receive(stream grpc.ServerStreamingClient[statsv1.GetSummaryResponse]) (*Sample, error) {

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/microlet/microlet/core/pluginhost"
 )
 
 // The kubelet's resource metrics (pkg/kubelet/metrics/collectors/
@@ -75,7 +78,7 @@ func (c *resourceCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
 	s, err := c.provider.cpuAndMemory(c.ctx)
 	if err != nil {
-		if unavailable(err) {
+		if errors.Is(err, pluginhost.ErrUnavailable) {
 			c.provider.log.Debug("no resource metrics: the stats plugin is unavailable", "error", err)
 		} else {
 			c.provider.log.Error("Error getting summary for resourceMetric prometheus endpoint", "error", err)

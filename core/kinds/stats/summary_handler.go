@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/microlet/microlet/core/pluginhost"
 )
 
@@ -63,7 +60,7 @@ func (p *Provider) SummaryHandler() http.Handler {
 // fail answers 503 while no stats plugin serves, and the kubelet's 500
 // otherwise.
 func (p *Provider) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if unavailable(err) {
+	if errors.Is(err, pluginhost.ErrUnavailable) {
 		// Not an error of this handler: the plugin host reports the
 		// plugin's state, and the caller gets the reason.
 		p.log.Debug("no stats for /stats/summary: the stats plugin is unavailable", "request", r.URL.String(), "error", err)
@@ -72,10 +69,4 @@ func (p *Provider) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	p.log.Error("HTTP InternalServerError serving", "request", r.URL.String(), "error", err)
 	http.Error(w, "Internal Error: "+err.Error(), http.StatusInternalServerError)
-}
-
-// unavailable says whether err means no plugin serves: the host has none,
-// or the plugin (or the runtime behind it) asks to be tried again later.
-func unavailable(err error) bool {
-	return errors.Is(err, pluginhost.ErrUnavailable) || status.Code(err) == codes.Unavailable
 }

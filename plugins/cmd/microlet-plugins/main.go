@@ -25,14 +25,14 @@ import (
 	"github.com/microlet/microlet/plugins/cgroup/planner"
 	"github.com/microlet/microlet/plugins/devices/bridge"
 	"github.com/microlet/microlet/plugins/devices/hostdev"
-	"github.com/microlet/microlet/plugins/eviction/engine"
-	"github.com/microlet/microlet/plugins/eviction/kubelet"
 	"github.com/microlet/microlet/plugins/eviction/priority"
 	"github.com/microlet/microlet/plugins/eviction/strategy"
 	"github.com/microlet/microlet/plugins/imagegc/lru"
 	"github.com/microlet/microlet/plugins/probes/workers"
 	"github.com/microlet/microlet/plugins/stats/provider"
 	"github.com/microlet/microlet/sdk"
+	"github.com/microlet/microlet/sdk/evictionengine"
+	"github.com/microlet/microlet/sdk/evictionengine/kubelet"
 	"github.com/microlet/microlet/sdk/transport"
 )
 
@@ -50,7 +50,7 @@ var builtins = map[string]func(){
 		sdk.Serve[bridge.Config](sdk.Info{Kind: sdk.KindDevices, Name: "kubernetes", Version: version}, bridge.New())
 	},
 	"microlet-eviction-kubelet": func() {
-		sdk.Serve[engine.Config](sdk.Info{Kind: sdk.KindEviction, Name: "kubelet", Version: version}, strategy.New(kubelet.New))
+		sdk.Serve[evictionengine.Config](sdk.Info{Kind: sdk.KindEviction, Name: "kubelet", Version: version}, strategy.New(kubelet.New))
 	},
 	"microlet-eviction-priority": func() {
 		sdk.Serve[priority.Config](sdk.Info{Kind: sdk.KindEviction, Name: "priority", Version: version}, strategy.New(priority.New))

@@ -3,13 +3,13 @@ package priority
 import (
 	"errors"
 
-	"github.com/microlet/microlet/plugins/eviction/engine"
 	"github.com/microlet/microlet/sdk"
+	"github.com/microlet/microlet/sdk/evictionengine"
 )
 
 // Config is the engine's config plus protect_min_age.
 type Config struct {
-	engine.Config
+	evictionengine.Config
 	// ProtectMinAge, when above 0, shields pods that have run at least this
 	// long: they are evicted only when no younger candidate exists.
 	ProtectMinAge sdk.Duration `json:"protect_min_age"`

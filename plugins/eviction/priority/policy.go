@@ -11,8 +11,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/microlet/microlet/plugins/eviction/engine"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+	"github.com/microlet/microlet/sdk/evictionengine"
 )
 
 // Policy ranks by priority, then age, then usage.
@@ -20,25 +20,25 @@ type Policy struct {
 	protectMinAge time.Duration
 }
 
-// New builds the strategy's engine.
-func New(cfg *Config) (*engine.Engine, error) {
-	return engine.New(cfg.Config, Policy{protectMinAge: cfg.ProtectMinAge.Duration})
+// New builds the strategy's evictionengine.
+func New(cfg *Config) (*evictionengine.Engine, error) {
+	return evictionengine.New(cfg.Config, Policy{protectMinAge: cfg.ProtectMinAge.Duration})
 }
 
 // Rank orders pods: unprotected before protected, lower priority first,
 // younger first, then (as the kubelet does) pods without stats and pods using
 // most beyond their request. For pids the usage key is the process count.
-func (p Policy) Rank(r engine.Resource, now time.Time, candidates []engine.Candidate) {
-	usage := engine.ByUsageAboveRequest
-	if r == engine.ResourcePIDs {
-		usage = engine.ByUsage
+func (p Policy) Rank(r evictionengine.Resource, now time.Time, candidates []evictionengine.Candidate) {
+	usage := evictionengine.ByUsageAboveRequest
+	if r == evictionengine.ResourcePIDs {
+		usage = evictionengine.ByUsage
 	}
-	engine.SortBy(candidates, p.byProtection(now), engine.ByPriority, byYoungest, usage)
+	evictionengine.SortBy(candidates, p.byProtection(now), evictionengine.ByPriority, byYoungest, usage)
 }
 
 // byProtection puts pods younger than protect_min_age first.
-func (p Policy) byProtection(now time.Time) engine.Compare {
-	return func(a, b *engine.Candidate) int {
+func (p Policy) byProtection(now time.Time) evictionengine.Compare {
+	return func(a, b *evictionengine.Candidate) int {
 		pa, pb := p.protected(a.Pod, now), p.protected(b.Pod, now)
 		switch {
 		case pa == pb:
@@ -58,7 +58,7 @@ func (p Policy) protected(pod *typesv1.Pod, now time.Time) bool {
 
 // byYoungest puts the pod that started last first; a pod that has not
 // started yet counts as the youngest.
-func byYoungest(a, b *engine.Candidate) int {
+func byYoungest(a, b *evictionengine.Candidate) int {
 	sa, sb := a.Pod.GetStartTime(), b.Pod.GetStartTime()
 	switch {
 	case sa == nil && sb == nil:
@@ -77,8 +77,8 @@ func byYoungest(a, b *engine.Candidate) int {
 // it would only buy an eviction: a new pod is the youngest, and the youngest
 // goes first among equals. Until the engine has seen a Synchronize it
 // cannot tell, and admits as the kubelet does.
-func (p Policy) Admit(a engine.AdmitContext) engine.Admission {
-	decision := engine.UpstreamAdmission(a)
+func (p Policy) Admit(a evictionengine.AdmitContext) evictionengine.Admission {
+	decision := evictionengine.UpstreamAdmission(a)
 	if !decision.Admit || !a.OnlyMemoryPressure() || a.Pod.GetCritical() || !a.Synchronized {
 		return decision
 	}
@@ -88,6 +88,6 @@ func (p Policy) Admit(a engine.AdmitContext) engine.Admission {
 			return decision
 		}
 	}
-	return engine.Admission{Message: engine.NodeConditionMessage(a.Pressure) +
+	return evictionengine.Admission{Message: evictionengine.NodeConditionMessage(a.Pressure) +
 		fmt.Sprintf("No pod the node would evict has a priority below %d, so this pod would be evicted first. ", priority)}
 }

@@ -9,9 +9,9 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/microlet/microlet/plugins/eviction/engine"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 	"github.com/microlet/microlet/sdk"
+	"github.com/microlet/microlet/sdk/evictionengine"
 )
 
 var now = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -25,11 +25,11 @@ func pod(uid string, priority int32, age time.Duration) *typesv1.Pod {
 	return p
 }
 
-func candidate(p *typesv1.Pod, hasStats bool, usage, request int64) engine.Candidate {
-	return engine.Candidate{Pod: p, HasStats: hasStats, Usage: usage, Request: request}
+func candidate(p *typesv1.Pod, hasStats bool, usage, request int64) evictionengine.Candidate {
+	return evictionengine.Candidate{Pod: p, HasStats: hasStats, Usage: usage, Request: request}
 }
 
-func uids(cs []engine.Candidate) []string {
+func uids(cs []evictionengine.Candidate) []string {
 	var out []string
 	for _, c := range cs {
 		out = append(out, c.Pod.GetUid())
@@ -41,14 +41,14 @@ func TestRank(t *testing.T) {
 	tests := []struct {
 		name     string
 		protect  time.Duration
-		resource engine.Resource
-		in       []engine.Candidate
+		resource evictionengine.Resource
+		in       []evictionengine.Candidate
 		want     []string
 	}{
 		{
 			name:     "lower priority first, whatever the usage",
-			resource: engine.ResourceMemory,
-			in: []engine.Candidate{
+			resource: evictionengine.ResourceMemory,
+			in: []evictionengine.Candidate{
 				candidate(pod("high-hog", 100, time.Hour), true, 8<<30, 0),
 				candidate(pod("low-tiny", 0, time.Hour), true, 1, 1<<30),
 			},
@@ -56,8 +56,8 @@ func TestRank(t *testing.T) {
 		},
 		{
 			name:     "same priority: the youngest first; not started counts as youngest",
-			resource: engine.ResourceMemory,
-			in: []engine.Candidate{
+			resource: evictionengine.ResourceMemory,
+			in: []evictionengine.Candidate{
 				candidate(pod("day", 0, 24*time.Hour), true, 5<<30, 0),
 				candidate(pod("minute", 0, time.Minute), true, 1, 0),
 				candidate(pod("pending", 0, -1), true, 1, 0),
@@ -67,8 +67,8 @@ func TestRank(t *testing.T) {
 		},
 		{
 			name:     "same priority and age: no stats, then most usage beyond the request",
-			resource: engine.ResourceEphemeralStorage,
-			in: []engine.Candidate{
+			resource: evictionengine.ResourceEphemeralStorage,
+			in: []evictionengine.Candidate{
 				candidate(pod("small", 0, time.Hour), true, 200, 100),
 				candidate(pod("big", 0, time.Hour), true, 900, 100),
 				candidate(pod("unknown", 0, time.Hour), false, 0, 0),
@@ -77,8 +77,8 @@ func TestRank(t *testing.T) {
 		},
 		{
 			name:     "pids: the process count breaks ties",
-			resource: engine.ResourcePIDs,
-			in: []engine.Candidate{
+			resource: evictionengine.ResourcePIDs,
+			in: []evictionengine.Candidate{
 				candidate(pod("few", 0, time.Hour), true, 3, 0),
 				candidate(pod("many", 0, time.Hour), true, 300, 0),
 			},
@@ -87,8 +87,8 @@ func TestRank(t *testing.T) {
 		{
 			name:     "protect_min_age: protected pods go only after every younger one, whatever their priority",
 			protect:  time.Hour,
-			resource: engine.ResourceMemory,
-			in: []engine.Candidate{
+			resource: evictionengine.ResourceMemory,
+			in: []evictionengine.Candidate{
 				candidate(pod("old-low", -100, 2*time.Hour), true, 1, 0),
 				candidate(pod("young-high", 500, 10*time.Minute), true, 1, 0),
 				candidate(pod("exactly-an-hour", 0, time.Hour), true, 1, 0),
@@ -108,62 +108,62 @@ func TestRank(t *testing.T) {
 }
 
 func TestAdmit(t *testing.T) {
-	memory := []string{engine.ConditionMemoryPressure}
+	memory := []string{evictionengine.ConditionMemoryPressure}
 	evictable := []*typesv1.Pod{pod("old-low", -10, 2*time.Hour), pod("mid", 5, time.Minute)}
 	tests := []struct {
 		name      string
 		protect   time.Duration
-		ctx       engine.AdmitContext
+		ctx       evictionengine.AdmitContext
 		wantAdmit bool
 		wantMsg   string
 	}{
 		{
 			name:      "no pressure",
-			ctx:       engine.AdmitContext{Pod: pod("new", -100, -1), Synchronized: true, Now: now, Evictable: evictable},
+			ctx:       evictionengine.AdmitContext{Pod: pod("new", -100, -1), Synchronized: true, Now: now, Evictable: evictable},
 			wantAdmit: true,
 		},
 		{
 			name:      "memory pressure, a lower-priority pod would go first",
-			ctx:       engine.AdmitContext{Pod: pod("new", 0, -1), Pressure: memory, Synchronized: true, Now: now, Evictable: evictable},
+			ctx:       evictionengine.AdmitContext{Pod: pod("new", 0, -1), Pressure: memory, Synchronized: true, Now: now, Evictable: evictable},
 			wantAdmit: true,
 		},
 		{
 			name: "memory pressure, the new pod would be the next to go",
-			ctx:  engine.AdmitContext{Pod: pod("new", -10, -1), Pressure: memory, Synchronized: true, Now: now, Evictable: evictable},
+			ctx:  evictionengine.AdmitContext{Pod: pod("new", -10, -1), Pressure: memory, Synchronized: true, Now: now, Evictable: evictable},
 			wantMsg: "The node had condition: [MemoryPressure]. " +
 				"No pod the node would evict has a priority below -10, so this pod would be evicted first. ",
 		},
 		{
 			name:    "memory pressure, the only lower-priority pod is protected",
 			protect: time.Hour,
-			ctx:     engine.AdmitContext{Pod: pod("new", 0, -1), Pressure: memory, Synchronized: true, Now: now, Evictable: evictable},
+			ctx:     evictionengine.AdmitContext{Pod: pod("new", 0, -1), Pressure: memory, Synchronized: true, Now: now, Evictable: evictable},
 			wantMsg: "The node had condition: [MemoryPressure]. " +
 				"No pod the node would evict has a priority below 0, so this pod would be evicted first. ",
 		},
 		{
 			name: "memory pressure, nothing else to evict",
-			ctx:  engine.AdmitContext{Pod: pod("new", 1000, -1), Pressure: memory, Synchronized: true, Now: now},
+			ctx:  evictionengine.AdmitContext{Pod: pod("new", 1000, -1), Pressure: memory, Synchronized: true, Now: now},
 			wantMsg: "The node had condition: [MemoryPressure]. " +
 				"No pod the node would evict has a priority below 1000, so this pod would be evicted first. ",
 		},
 		{
 			name:      "memory pressure before any Synchronize: the kubelet's rule",
-			ctx:       engine.AdmitContext{Pod: pod("new", -10, -1), Pressure: memory},
+			ctx:       evictionengine.AdmitContext{Pod: pod("new", -10, -1), Pressure: memory},
 			wantAdmit: true,
 		},
 		{
 			name:    "memory pressure rejects BestEffort as the kubelet does",
-			ctx:     engine.AdmitContext{Pod: &typesv1.Pod{QosClass: "BestEffort", Priority: 1000}, Pressure: memory, Synchronized: true, Now: now, Evictable: evictable},
+			ctx:     evictionengine.AdmitContext{Pod: &typesv1.Pod{QosClass: "BestEffort", Priority: 1000}, Pressure: memory, Synchronized: true, Now: now, Evictable: evictable},
 			wantMsg: "The node had condition: [MemoryPressure]. ",
 		},
 		{
 			name:      "a critical pod is always admitted",
-			ctx:       engine.AdmitContext{Pod: &typesv1.Pod{Critical: true, Priority: -100}, Pressure: memory, Synchronized: true, Now: now},
+			ctx:       evictionengine.AdmitContext{Pod: &typesv1.Pod{Critical: true, Priority: -100}, Pressure: memory, Synchronized: true, Now: now},
 			wantAdmit: true,
 		},
 		{
 			name:    "disk pressure rejects everyone else",
-			ctx:     engine.AdmitContext{Pod: pod("new", 1000, -1), Pressure: []string{engine.ConditionDiskPressure}, Synchronized: true, Now: now, Evictable: evictable},
+			ctx:     evictionengine.AdmitContext{Pod: pod("new", 1000, -1), Pressure: []string{evictionengine.ConditionDiskPressure}, Synchronized: true, Now: now, Evictable: evictable},
 			wantMsg: "The node had condition: [DiskPressure]. ",
 		},
 	}

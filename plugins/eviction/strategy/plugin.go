@@ -7,20 +7,20 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/microlet/microlet/plugins/eviction/engine"
 	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
 	"github.com/microlet/microlet/sdk"
+	"github.com/microlet/microlet/sdk/evictionengine"
 )
 
 // Plugin is an eviction plugin whose config type is C. It implements
 // sdk.Plugin[C], sdk.EvictionStrategy, sdk.EvictionAdmitter and sdk.NodeReserver.
 type Plugin[C any] struct {
-	build  func(*C) (*engine.Engine, error)
-	engine atomic.Pointer[engine.Engine]
+	build  func(*C) (*evictionengine.Engine, error)
+	engine atomic.Pointer[evictionengine.Engine]
 }
 
 // New returns a plugin that builds its engine with build.
-func New[C any](build func(*C) (*engine.Engine, error)) *Plugin[C] {
+func New[C any](build func(*C) (*evictionengine.Engine, error)) *Plugin[C] {
 	return &Plugin[C]{build: build}
 }
 
@@ -73,7 +73,7 @@ func (p *Plugin[C]) GetNodeReservation(_ context.Context, req *evictionv1.GetNod
 	return e.Reservation(req), nil
 }
 
-func (p *Plugin[C]) configured() (*engine.Engine, error) {
+func (p *Plugin[C]) configured() (*evictionengine.Engine, error) {
 	e := p.engine.Load()
 	if e == nil {
 		return nil, sdk.Retryable("the eviction plugin is not configured yet")

@@ -14,21 +14,21 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/microlet/microlet/plugins/eviction/engine"
-	"github.com/microlet/microlet/plugins/eviction/kubelet"
 	"github.com/microlet/microlet/plugins/eviction/priority"
 	basev1 "github.com/microlet/microlet/proto/microlet/base/v1"
 	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 	"github.com/microlet/microlet/sdk"
+	"github.com/microlet/microlet/sdk/evictionengine"
+	"github.com/microlet/microlet/sdk/evictionengine/kubelet"
 	"github.com/microlet/microlet/sdk/transport"
 )
 
 var (
-	_ sdk.Plugin[engine.Config] = (*Plugin[engine.Config])(nil)
-	_ sdk.EvictionStrategy      = (*Plugin[engine.Config])(nil)
-	_ sdk.EvictionAdmitter      = (*Plugin[engine.Config])(nil)
-	_ sdk.NodeReserver          = (*Plugin[engine.Config])(nil)
+	_ sdk.Plugin[evictionengine.Config] = (*Plugin[evictionengine.Config])(nil)
+	_ sdk.EvictionStrategy              = (*Plugin[evictionengine.Config])(nil)
+	_ sdk.EvictionAdmitter              = (*Plugin[evictionengine.Config])(nil)
+	_ sdk.NodeReserver                  = (*Plugin[evictionengine.Config])(nil)
 )
 
 // serve runs a plugin in-process over go-plugin's gRPC transport, as the
@@ -58,7 +58,7 @@ func config(t *testing.T, m map[string]any) *structpb.Struct {
 
 func TestKubeletPluginOverTheWire(t *testing.T) {
 	ctx := context.Background()
-	conn := serve[engine.Config](t, "kubelet", New(kubelet.New))
+	conn := serve[evictionengine.Config](t, "kubelet", New(kubelet.New))
 	base, eviction := basev1.NewPluginServiceClient(conn), evictionv1.NewEvictionServiceClient(conn)
 
 	// The SDK may refuse the call itself; either way it must fail cleanly.

@@ -108,7 +108,7 @@ func withGOMAXPROCS(b *testing.B, procs int) {
 	b.Cleanup(func() { runtime.GOMAXPROCS(previous) })
 }
 
-// BenchmarkCallRoundTrip: GetIdentity through pluginhost.Call over AutoMTLS
+// BenchmarkCallRoundTrip: GetIdentity through a pluginhost.Client over AutoMTLS
 // to a real plugin process, with the caller at 1 P (the core's default) and
 // at 2, and at 1 P with the caller and the plugin on one CPU.
 //

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"google.golang.org/grpc"
 
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/internal/e2e"
@@ -156,12 +155,17 @@ func (w LogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// GetIdentity asks the slot's serving process who it is, through
-// pluginhost.Call: the round trip the benchmarks measure.
+// GetIdentity asks the slot's serving process who it is, through a
+// pluginhost.Client: the round trip the benchmarks measure.
 func GetIdentity(ctx context.Context, p *pluginhost.Plugin) (*basev1.GetIdentityResponse, error) {
-	return pluginhost.Call(ctx, p, func(ctx context.Context, conn *grpc.ClientConn) (*basev1.GetIdentityResponse, error) {
-		return basev1.NewPluginServiceClient(conn).GetIdentity(ctx, &basev1.GetIdentityRequest{})
+	var out *basev1.GetIdentityResponse
+	client := pluginhost.Client[basev1.PluginServiceClient]{Slot: p, New: basev1.NewPluginServiceClient}
+	err := client.Call(ctx, func(ctx context.Context, c pluginhost.Conn[basev1.PluginServiceClient]) error {
+		var err error
+		out, err = c.Client.GetIdentity(ctx, &basev1.GetIdentityRequest{})
+		return err
 	})
+	return out, err
 }
 
 // Eventually polls cond every 10ms until it holds or timeout passes.
@@ -178,7 +182,7 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 
 // SlotStatus is the status of the host's slot of kind (and name, for
 // devices); ok is false if there is none.
-func SlotStatus(host *pluginhost.Host, kind, name string) (pluginhost.Status, bool) {
+func SlotStatus(host *pluginhost.Host, kind pluginhost.Kind, name string) (pluginhost.Status, bool) {
 	for _, st := range host.Status() {
 		if st.Kind == kind && (name == "" || st.Name == name) {
 			return st, true

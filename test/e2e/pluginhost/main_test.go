@@ -135,7 +135,7 @@ func (e *events) last(typ pluginhost.EventType) (pluginhost.Event, bool) {
 	return pluginhost.Event{}, false
 }
 
-func mustStatus(t *testing.T, host *pluginhost.Host, kind, name string) pluginhost.Status {
+func mustStatus(t *testing.T, host *pluginhost.Host, kind pluginhost.Kind, name string) pluginhost.Status {
 	t.Helper()
 	st, ok := SlotStatus(host, kind, name)
 	if !ok {
@@ -145,7 +145,7 @@ func mustStatus(t *testing.T, host *pluginhost.Host, kind, name string) pluginho
 }
 
 // servedByAnotherProcess waits until the slot serves from a pid other than old.
-func servedByAnotherProcess(t *testing.T, host *pluginhost.Host, kind string, old int) pluginhost.Status {
+func servedByAnotherProcess(t *testing.T, host *pluginhost.Host, kind pluginhost.Kind, old int) pluginhost.Status {
 	t.Helper()
 	var st pluginhost.Status
 	Eventually(t, 10*time.Second, "a new process serves", func() bool {

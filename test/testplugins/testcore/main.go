@@ -46,7 +46,7 @@ func run(logger hclog.Logger, dir, socketDir, plugins string) error {
 		if !ok {
 			return fmt.Errorf("-plugins %q: expected kind/name items", plugins)
 		}
-		specs = append(specs, pluginhost.Spec{Kind: kind, Name: name})
+		specs = append(specs, pluginhost.Spec{Kind: pluginhost.Kind(kind), Name: name})
 	}
 	host, err := pluginhost.New(pluginhost.Options{Dir: dir, SocketDir: socketDir, Logger: logger})
 	if err != nil {
