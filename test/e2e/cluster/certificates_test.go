@@ -117,6 +117,37 @@ func checkTTLMetric(t *testing.T, n *clusterNode, name string, max time.Duration
 	}
 }
 
+// TestKubeconfigCertificateRotated joins a node with a kubeconfig holding
+// its certificate and rotate_certificates, as kubeadm joins the first
+// control-plane node: the certificate manager takes the kubeconfig's pair
+// as a start only and asks for one of its own at once, which the
+// controller-manager approves as a node renewing itself.
+func TestKubeconfigCertificateRotated(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOptions{Settings: map[string]string{"rotate_certificates": "true"}})
+	var issued *x509.Certificate
+	n.Eventually("the node renews the kubeconfig's certificate", func() (bool, string) {
+		requests := nodeCSRs(t, n.Cluster, certificatesv1.KubeAPIServerClientKubeletSignerName, "system:node:"+n.Name)
+		if len(requests) == 0 || !approved(requests[0]) || len(requests[0].Status.Certificate) == 0 {
+			return false, fmt.Sprintf("%d client CSRs by the node", len(requests))
+		}
+		block, _ := pem.Decode(requests[0].Status.Certificate)
+		if block == nil {
+			return false, "no PEM certificate in the CSR"
+		}
+		var err error
+		issued, err = x509.ParseCertificate(block.Bytes)
+		return err == nil, fmt.Sprint(err)
+	})
+	n.Eventually("the issued certificate is the node's current one", func() (bool, string) {
+		cert := clientCertificate(t, n)
+		return cert.SerialNumber.Cmp(issued.SerialNumber) == 0, fmt.Sprintf("certificate %s, issued %s", cert.SerialNumber, issued.SerialNumber)
+	})
+	checkNodeClientCertificate(t, n, issued)
+	n.CallAPIServer(t)
+	checkReviewedAsNode(t, n)
+}
+
 // TestServingCertificate starts a node with server_tls_bootstrap: its node
 // API serves the self-signed pair until the kubelet-serving CSR it makes
 // (for its hostname and address) is approved, here by the admin as an
