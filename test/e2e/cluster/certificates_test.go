@@ -156,7 +156,7 @@ func TestKubeconfigCertificateRotated(t *testing.T) {
 func TestServingCertificate(t *testing.T) {
 	t.Parallel()
 	c := cluster(t)
-	n := startNode(t, nodeOptions{Settings: map[string]string{"server_tls_bootstrap": "true", "node_ip": `"127.0.0.1"`}})
+	n := startNode(t, nodeOptions{Settings: map[string]string{"server_tls_bootstrap": "true"}})
 	if issuedByCA(c, n.ServingChain(t)[0]) {
 		t.Fatal("the node API serves a certificate of the cluster's CA before any CSR was approved")
 	}
