@@ -85,7 +85,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pods, err := a.newPods(ctx, a.metrics)
+	pods, err := a.newPods(ctx, a.metrics, cluster)
 	if err != nil {
 		return err
 	}
