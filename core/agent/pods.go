@@ -99,16 +99,18 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 	if p.api, err = a.newAPIPods(c); err != nil {
 		return nil, err
 	}
-	admitters := []syncloop.Admitter{p.eviction}
 	if p.api != nil {
 		sources = append(sources, p.api.source)
-		admitters = append(admitters, p.api.admitter)
 	}
 	if p.config, err = podconfig.New(a.log.Named("podconfig"), sources...); err != nil {
 		return nil, err
 	}
 	if err := a.newPressure(p, reg); err != nil {
 		return nil, err
+	}
+	admitters := []syncloop.Admitter{p.eviction}
+	if p.api != nil {
+		admitters = append(admitters, p.api.admitter)
 	}
 
 	p.runtime, err = podruntime.New(podruntime.Options{

@@ -35,9 +35,11 @@ func target(apiPod *v1.Pod, uid types.UID) (*v1.Pod, bool) {
 // conditions others own kept from the API's (and the claim statuses the
 // scheduler owns), DisruptionTarget added only as the pod turns terminal,
 // and the phase held back from terminal while containers could still run,
-// so that the API never says a pod finished before it did.
-func mergeStatus(apiStatus, nodeStatus v1.PodStatus, couldHaveRunningContainers bool) v1.PodStatus {
-	merged := *nodeStatus.DeepCopy()
+// so that the API never says a pod finished before it did. heldBack says
+// the phase was held back: the status must be written again once the
+// containers are known stopped.
+func mergeStatus(apiStatus, nodeStatus v1.PodStatus, couldHaveRunningContainers bool) (merged v1.PodStatus, heldBack bool) {
+	merged = *nodeStatus.DeepCopy()
 	conditions := make([]v1.PodCondition, 0, len(apiStatus.Conditions)+len(nodeStatus.Conditions))
 	for _, c := range apiStatus.Conditions {
 		if !status.IsConditionByKubelet(c.Type) {
@@ -58,12 +60,13 @@ func mergeStatus(apiStatus, nodeStatus v1.PodStatus, couldHaveRunningContainers 
 	merged.ExtendedResourceClaimStatus = apiStatus.ExtendedResourceClaimStatus
 	if toTerminal && couldHaveRunningContainers {
 		merged.Phase, merged.Reason, merged.Message = apiStatus.Phase, apiStatus.Reason, apiStatus.Message
+		heldBack = true
 	}
 	// Terminal phases are final (the API server refuses to leave them too).
 	if isTerminal(apiStatus.Phase) && merged.Phase != apiStatus.Phase {
 		merged.Phase, merged.Reason, merged.Message = apiStatus.Phase, apiStatus.Reason, apiStatus.Message
 	}
-	return merged
+	return merged, heldBack
 }
 
 func replaceOrAppend(conditions []v1.PodCondition, c v1.PodCondition) []v1.PodCondition {

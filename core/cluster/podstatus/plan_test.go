@@ -56,7 +56,10 @@ func TestMergeStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := mergeStatus(tt.api, tt.node, tt.couldRun)
+			got, heldBack := mergeStatus(tt.api, tt.node, tt.couldRun)
+			if heldBack != (tt.wantPhase != tt.node.Phase && tt.couldRun) {
+				t.Errorf("heldBack = %v", heldBack)
+			}
 			if got.Phase != tt.wantPhase || got.Reason != tt.wantReason {
 				t.Errorf("phase %s/%s, want %s/%s", got.Phase, got.Reason, tt.wantPhase, tt.wantReason)
 			}

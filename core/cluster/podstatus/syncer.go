@@ -139,7 +139,7 @@ func (s *Syncer) syncPod(ctx context.Context, pod *v1.Pod, st *status.VersionedP
 	// Written at this version: patch again only if the API's copy changed
 	// since, and differs (reconcile after a restart of either side).
 	if !seen || w.version < st.Version || w.resourceVersion != pod.ResourceVersion {
-		merged := mergeStatus(pod.Status, st.Status, couldRun)
+		merged, heldBack := mergeStatus(pod.Status, st.Status, couldRun)
 		patch, unchanged, err := statusPatch(pod.UID, pod.Status, merged)
 		if err != nil {
 			s.log.Error("cannot build a pod's status patch", "pod", pod.Namespace+"/"+pod.Name, "error", err)
@@ -156,7 +156,11 @@ func (s *Syncer) syncPod(ctx context.Context, pod *v1.Pod, st *status.VersionedP
 			s.log.Debug("pod status written", "pod", pod.Namespace+"/"+pod.Name, "version", st.Version, "patch", string(patch))
 			pod = updated
 		}
-		s.written[pod.UID] = writtenStatus{version: st.Version, resourceVersion: pod.ResourceVersion}
+		if heldBack {
+			delete(s.written, pod.UID) // not all written: look again next pass
+		} else {
+			s.written[pod.UID] = writtenStatus{version: st.Version, resourceVersion: pod.ResourceVersion}
+		}
 	}
 	if !canBeDeleted(pod, st.PodIsFinished, couldRun) {
 		return nil
