@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
@@ -87,6 +88,38 @@ func TestDeploymentRunsAndScalesDown(t *testing.T) {
 		if err != nil || string(data) != "prestop\nterm\n" {
 			t.Errorf("pod %s ended with marks %q (%v), want its preStop hook, then SIGTERM", name, data, err)
 		}
+	}
+}
+
+// TestGracefulDeletionHonoursTheGrace: a pod deleted with a grace period
+// whose container ignores SIGTERM runs until the grace is over, is killed,
+// and then leaves the API (deleted by the node with grace 0).
+func TestGracefulDeletionHonoursTheGrace(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOptions{})
+	waitReady(t, n, "")
+	ns := testNamespace(t)
+	pods := cluster(t).Admin.CoreV1().Pods(ns)
+	ctx := context.Background()
+	spec := apiPodSpec(n, v1.Container{Name: "app", Image: devnode.DefaultTestImage, Command: []string{"sh", "-c", "trap '' TERM; while true; do sleep 1; done"}})
+	if _, err := pods.Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stubborn"}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAPIPod(t, n, ns, "stubborn", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	const grace = 3 * time.Second
+	deleted := time.Now()
+	kubectl(t, "delete", "pod", "-n", ns, "stubborn", "--grace-period=3", "--wait=false")
+	n.Eventually("the pod gone from the API", func() (bool, string) {
+		p, err := pods.Get(ctx, "stubborn", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, describe(p, err)
+	})
+	// A lower bound only: the container cannot have stopped before its
+	// grace ran out, since it ignores SIGTERM.
+	if took := time.Since(deleted); took < grace {
+		t.Errorf("the pod left the API %v after its deletion, before its grace of %v", took, grace)
 	}
 }
 
