@@ -290,3 +290,50 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestAPIPodsAcrossARestart: while microlet is stopped, one of its pods is
+// deleted and a new one is created. Started again, it finishes the deleted
+// pod and removes it from the API, runs the new one, and leaves the one
+// that stayed as it was: same container, no restart, still Running.
+func TestAPIPodsAcrossARestart(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOptions{})
+	waitReady(t, n, "")
+	ns := testNamespace(t)
+	pods := cluster(t).Admin.CoreV1().Pods(ns)
+	ctx := context.Background()
+	create := func(name string) {
+		spec := apiPodSpec(n, v1.Container{Name: "app", Image: devnode.DefaultTestImage, Command: []string{"sh", "-c", untilTerm}})
+		spec.NodeName = n.Name
+		if _, err := pods.Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	isRunning := func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning }
+	create("stays")
+	create("goes")
+	stays := waitAPIPod(t, n, ns, "stays", "Running", isRunning)
+	waitAPIPod(t, n, ns, "goes", "Running", isRunning)
+
+	n.StopCore()
+	kubectl(t, "delete", "pod", "-n", ns, "goes", "--wait=false")
+	create("new")
+	n.StartCore()
+
+	waitAPIPod(t, n, ns, "new", "Running", isRunning)
+	n.Eventually("the pod deleted meanwhile gone from the API", func() (bool, string) {
+		p, err := pods.Get(ctx, "goes", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, describe(p, err)
+	})
+	now, err := pods.Get(ctx, "stays", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isRunning(now) || now.Status.ContainerStatuses[0].RestartCount != 0 ||
+		now.Status.ContainerStatuses[0].ContainerID != stays.Status.ContainerStatuses[0].ContainerID {
+		t.Errorf("the pod that stayed: %s, want it Running in the same container %s", describe(now, nil), stays.Status.ContainerStatuses[0].ContainerID)
+	}
+}
