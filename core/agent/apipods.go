@@ -41,7 +41,7 @@ func (a *Agent) newAPIPods(c *cluster) (*apiPods, error) {
 		}
 		taints = append(taints, t)
 	}
-	node := thisnode.New(c.client, cfg.NodeName)
+	node := thisnode.New(c.client, cfg.NodeName, a.log)
 	return &apiPods{
 		cluster:  c,
 		log:      a.log,

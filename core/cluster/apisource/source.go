@@ -39,11 +39,14 @@ var _ podsource.Source = (*Source)(nil)
 // New makes the source of the pods bound to nodeName. Nothing is read
 // before Run.
 func New(client kubernetes.Interface, nodeName string, log hclog.Logger) *Source {
-	lw := apiclient.FieldSelected(client.CoreV1().Pods(v1.NamespaceAll), "spec.nodeName", nodeName)
+	log = log.Named("apisource")
+	outage := apiclient.NewOutage(log, "watching the node's pods")
+	lw := apiclient.FieldSelected(client.CoreV1().Pods(v1.NamespaceAll), "spec.nodeName", nodeName, outage)
 	// No resync: every change arrives as an event, and a periodic full
 	// set would only wake the merge for nothing.
 	informer := cache.NewSharedIndexInformer(lw, &v1.Pod{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	s := &Source{log: log.Named("apisource"), informer: informer, changed: make(chan struct{}, 1)}
+	_ = informer.SetWatchErrorHandlerWithContext(outage.WatchErrorHandler) // not started: cannot fail
+	s := &Source{log: log, informer: informer, changed: make(chan struct{}, 1)}
 	notify := func() {
 		select {
 		case s.changed <- struct{}{}:
