@@ -181,3 +181,34 @@ func containerIDs(cs []*runtimeapi.Container) string {
 	}
 	return fmt.Sprint(ids)
 }
+
+// TestNodeReportsMemoryPressure: the eviction manager's pressure shows on
+// the Node with the kubelet's reason and message, and the node lifecycle
+// controller taints the node for it, as for a kubelet.
+func TestNodeReportsMemoryPressure(t *testing.T) {
+	t.Parallel()
+	plugins := pressuree2e.DefaultPlugins()
+	for i, p := range plugins {
+		if p.Kind == "eviction" {
+			// More than any test machine has: pressure from the first cycle.
+			plugins[i].Body = `hard = ["memory.available<1000Gi"]`
+		}
+	}
+	n := startNode(t, nodeOptions{Plugins: plugins})
+	n.Eventually("MemoryPressure on the Node, tainted for it", func() (bool, string) {
+		node := kubectlNode(t, n.Name)
+		var pressure v1.NodeCondition
+		for _, c := range node.Status.Conditions {
+			if c.Type == v1.NodeMemoryPressure {
+				pressure = c
+			}
+		}
+		tainted := hasTaint(node, v1.Taint{Key: v1.TaintNodeMemoryPressure, Effect: v1.TaintEffectNoSchedule})
+		return pressure.Status == v1.ConditionTrue && pressure.Reason == "KubeletHasInsufficientMemory" &&
+				pressure.Message == "kubelet has insufficient memory available" && tainted,
+			fmt.Sprintf("%+v, taints %v", pressure, node.Spec.Taints)
+	})
+	if c := readyCondition(kubectlNode(t, n.Name)); c.Status != v1.ConditionTrue {
+		t.Errorf("Ready %+v under memory pressure, want True as the kubelet", c)
+	}
+}
