@@ -3,6 +3,7 @@ package nodestatus
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,3 +202,34 @@ func TestUpdaterRetriesRegistration(t *testing.T) {
 type runtimeObject = runtime.Object
 
 var errServerDown = errors.New("connection refused")
+
+// TestUpdaterLogsAnOutageOnce: while the API server refuses, each period's
+// failure is logged for debugging only after the first.
+func TestUpdaterLogsAnOutageOnce(t *testing.T) {
+	f := newFixture(t)
+	var out strings.Builder
+	f.u.log = hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Info})
+	ctx := context.Background()
+	f.u.sync(ctx)
+	down := true
+	f.client.PrependReactor("*", "nodes", func(k8stesting.Action) (bool, runtimeObject, error) {
+		if down {
+			return true, nil, errServerDown
+		}
+		return false, nil, nil
+	})
+	f.source.facts.MemoryPressure = true // a change to post
+	for range 3 {
+		f.clock.Step(10 * time.Second)
+		f.u.sync(ctx)
+	}
+	down = false
+	f.clock.Step(10 * time.Second)
+	f.u.sync(ctx)
+	if n := strings.Count(out.String(), "[ERROR]"); n != 1 {
+		t.Errorf("%d error lines for one outage, want 1:\n%s", n, out.String())
+	}
+	if !strings.Contains(out.String(), "the API server answers again") {
+		t.Errorf("the outage's end is not logged:\n%s", out.String())
+	}
+}
