@@ -18,10 +18,9 @@ import (
 // registered, renews its Lease, until ctx ends.
 func (a *Agent) runNodeStatus(ctx context.Context, c *cluster, p *pods) error {
 	cfg := a.cfg
-	log := a.log.Named("nodestatus")
 	// client-go's and the lease controller's own lines (every retry while
 	// the API server is away) are for debugging; the updater logs outages.
-	ctx = klog.NewContext(ctx, logging.DebugLogr(log))
+	ctx = klog.NewContext(ctx, logging.DebugLogr(a.log.Named("nodestatus")))
 	reg := nodestatus.Registration{Labels: cfg.NodeLabels}
 	for _, s := range cfg.RegisterWithTaints {
 		taint, err := config.ParseTaint(s)
@@ -40,7 +39,7 @@ func (a *Agent) runNodeStatus(ctx context.Context, c *cluster, p *pods) error {
 			kubeletVersion: nodestatus.KubeletVersion(moduleVersion("k8s.io/api"), Version)},
 		UpdateFrequency: cfg.NodeStatusUpdateFrequency,
 		ReportFrequency: cfg.NodeStatusReportFrequency,
-		Logger:          log,
+		Logger:          a.log.Named("nodestatus"),
 	})
 	lease := nodelease.New(nodelease.Options{
 		Client:          c.client,
