@@ -82,6 +82,7 @@ type Updater struct {
 	failing bool
 
 	firstRegistration chan struct{}
+	started           time.Time
 }
 
 // New builds an updater; its informer on the node's own Node starts with Run.
@@ -129,6 +130,7 @@ func (u *Updater) Node() (*v1.Node, bool) {
 // changed (or the report period passed), and registers it again when it is
 // deleted, until ctx ends.
 func (u *Updater) Run(ctx context.Context) {
+	u.started = u.clock.Now()
 	go u.informer.RunWithContext(ctx)
 	tick := u.clock.NewTicker(u.opts.UpdateFrequency)
 	defer tick.Stop()
@@ -274,6 +276,10 @@ func (u *Updater) updateStatus(ctx context.Context) error {
 		events := SetStatus(node, f, now)
 		changed := labelsSet || StatusChanged(&base.Status, &node.Status)
 		if !u.schedule.due(now, changed) {
+			return nil
+		}
+		ready, _ := findCondition(node, v1.NodeReady)
+		if holdNotReady(!u.schedule.last.Before(u.started), now.Sub(u.started), u.opts.UpdateFrequency, ready.Status == v1.ConditionTrue) {
 			return nil
 		}
 		updated, _, err := nodeutil.PatchNodeStatus(u.opts.Client.CoreV1(), types.NodeName(u.opts.NodeName), base, node)
