@@ -22,8 +22,8 @@ import (
 
 // TestNodeRegistersReady: a node registers as the kubelet does and turns
 // Ready (kubectl get nodes shows it with its labels, taints, addresses,
-// capacity and nodeInfo), renews its Lease, and registers again when its
-// Node is deleted.
+// capacity and nodeInfo), renews its Lease, stays Ready through a restart,
+// and registers again when its Node is deleted.
 func TestNodeRegistersReady(t *testing.T) {
 	t.Parallel()
 	c := cluster(t)
@@ -95,6 +95,19 @@ func TestNodeRegistersReady(t *testing.T) {
 		}
 		return l.Spec.RenewTime.After(first.Spec.RenewTime.Time), l.Spec.RenewTime.String()
 	})
+
+	// A restart: the Node stays Ready (the same transition time) and
+	// gets a fresh heartbeat once the node's checks pass.
+	before := readyCondition(kubectlNode(t, n.Name))
+	restarted := metav1.Now()
+	n.RestartCore()
+	n.Eventually("a heartbeat after the restart", func() (bool, string) {
+		c := readyCondition(kubectlNode(t, n.Name))
+		return !c.LastHeartbeatTime.Before(&restarted), fmt.Sprintf("%+v", c)
+	})
+	if after := readyCondition(kubectlNode(t, n.Name)); after.Status != v1.ConditionTrue || !after.LastTransitionTime.Equal(&before.LastTransitionTime) {
+		t.Errorf("Ready after a restart %+v, before %+v: want True since before", after, before)
+	}
 
 	kubectl(t, "delete", "node", n.Name)
 	again := waitReady(t, n, node.UID)
