@@ -81,10 +81,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	cluster, err := a.newCluster()
+	cluster, err := a.newCluster(ctx)
 	if err != nil {
 		return err
 	}
+	defer cluster.stop()
 	pods, err := a.newPods(ctx, a.metrics)
 	if err != nil {
 		return err
