@@ -22,8 +22,8 @@ import (
 
 // TestNodeRegistersReady: a node registers as the kubelet does and turns
 // Ready (kubectl get nodes shows it with its labels, taints, addresses,
-// capacity and nodeInfo), renews its Lease, and registers again when its
-// Node is deleted.
+// capacity and nodeInfo), renews its Lease, stays Ready through a restart,
+// and registers again when its Node is deleted.
 func TestNodeRegistersReady(t *testing.T) {
 	t.Parallel()
 	c := cluster(t)
@@ -95,6 +95,19 @@ func TestNodeRegistersReady(t *testing.T) {
 		}
 		return l.Spec.RenewTime.After(first.Spec.RenewTime.Time), l.Spec.RenewTime.String()
 	})
+
+	// A restart: the Node stays Ready (the same transition time) and
+	// gets a fresh heartbeat once the node's checks pass.
+	before := readyCondition(kubectlNode(t, n.Name))
+	restarted := metav1.Now()
+	n.RestartCore()
+	n.Eventually("a heartbeat after the restart", func() (bool, string) {
+		c := readyCondition(kubectlNode(t, n.Name))
+		return !c.LastHeartbeatTime.Before(&restarted), fmt.Sprintf("%+v", c)
+	})
+	if after := readyCondition(kubectlNode(t, n.Name)); after.Status != v1.ConditionTrue || !after.LastTransitionTime.Equal(&before.LastTransitionTime) {
+		t.Errorf("Ready after a restart %+v, before %+v: want True since before", after, before)
+	}
 
 	kubectl(t, "delete", "node", n.Name)
 	again := waitReady(t, n, node.UID)
@@ -180,4 +193,35 @@ func containerIDs(cs []*runtimeapi.Container) string {
 		ids[i] = c.Id
 	}
 	return fmt.Sprint(ids)
+}
+
+// TestNodeReportsMemoryPressure: the eviction manager's pressure shows on
+// the Node with the kubelet's reason and message, and the node lifecycle
+// controller taints the node for it, as for a kubelet.
+func TestNodeReportsMemoryPressure(t *testing.T) {
+	t.Parallel()
+	plugins := pressuree2e.DefaultPlugins()
+	for i, p := range plugins {
+		if p.Kind == "eviction" {
+			// More than any test machine has: pressure from the first cycle.
+			plugins[i].Body = `hard = ["memory.available<1000Gi"]`
+		}
+	}
+	n := startNode(t, nodeOptions{Plugins: plugins})
+	n.Eventually("MemoryPressure on the Node, tainted for it", func() (bool, string) {
+		node := kubectlNode(t, n.Name)
+		var pressure v1.NodeCondition
+		for _, c := range node.Status.Conditions {
+			if c.Type == v1.NodeMemoryPressure {
+				pressure = c
+			}
+		}
+		tainted := hasTaint(node, v1.Taint{Key: v1.TaintNodeMemoryPressure, Effect: v1.TaintEffectNoSchedule})
+		return pressure.Status == v1.ConditionTrue && pressure.Reason == "KubeletHasInsufficientMemory" &&
+				pressure.Message == "kubelet has insufficient memory available" && tainted,
+			fmt.Sprintf("%+v, taints %v", pressure, node.Spec.Taints)
+	})
+	if c := readyCondition(kubectlNode(t, n.Name)); c.Status != v1.ConditionTrue {
+		t.Errorf("Ready %+v under memory pressure, want True as the kubelet", c)
+	}
 }
