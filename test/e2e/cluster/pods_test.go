@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/microlet/microlet/internal/devnode"
@@ -336,4 +337,49 @@ func TestAPIPodsAcrossARestart(t *testing.T) {
 		now.Status.ContainerStatuses[0].ContainerID != stays.Status.ContainerStatuses[0].ContainerID {
 		t.Errorf("the pod that stayed: %s, want it Running in the same container %s", describe(now, nil), stays.Status.ContainerStatuses[0].ContainerID)
 	}
+}
+
+// TestReadinessGate: a pod with a readiness gate is not Ready while the
+// gate's condition is missing, with the kubelet's reason, and turns Ready
+// once a controller sets the condition True in the API.
+func TestReadinessGate(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOptions{})
+	waitReady(t, n, "")
+	ns := testNamespace(t)
+	pods := cluster(t).Admin.CoreV1().Pods(ns)
+	ctx := context.Background()
+	const gate = v1.PodConditionType("example.com/load-balancer")
+	spec := apiPodSpec(n, v1.Container{Name: "app", Image: devnode.DefaultTestImage, Command: []string{"sh", "-c", untilTerm}})
+	spec.NodeName = n.Name
+	spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: gate}}
+	if _, err := pods.Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gated"}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ready := func(p *v1.Pod) *v1.PodCondition {
+		for i := range p.Status.Conditions {
+			if p.Status.Conditions[i].Type == v1.PodReady {
+				return &p.Status.Conditions[i]
+			}
+		}
+		return nil
+	}
+	gated := waitAPIPod(t, n, ns, "gated", "Running, not Ready for its gate", func(p *v1.Pod) bool {
+		c := ready(p)
+		return p.Status.Phase == v1.PodRunning && c != nil && c.Status == v1.ConditionFalse && c.Reason == "ReadinessGatesNotReady"
+	})
+	// As a controller does: a patch merging one condition, no version
+	// precondition to race the node's own writes.
+	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":"True"}]}}`, gate)
+	if _, err := pods.Patch(ctx, gated.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	waitAPIPod(t, n, ns, "gated", "Ready with its gate's condition kept", func(p *v1.Pod) bool {
+		c := ready(p)
+		kept := false
+		for _, pc := range p.Status.Conditions {
+			kept = kept || (pc.Type == gate && pc.Status == v1.ConditionTrue)
+		}
+		return c != nil && c.Status == v1.ConditionTrue && kept
+	})
 }
