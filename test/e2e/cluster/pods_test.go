@@ -166,9 +166,10 @@ func TestStaticPodMirror(t *testing.T) {
 }
 
 // TestPodsTheNodeCannotRun: a pod asking for more CPU than the node has is
-// Failed / OutOfcpu with upstream's message, one with a volume the node
-// cannot set up is Failed / UnsupportedVolume; neither harms a pod that
-// runs next to them.
+// Failed / OutOfcpu with upstream's message, one whose node selector the
+// Node does not match Failed / NodeAffinity, one with a volume the node
+// cannot set up Failed / UnsupportedVolume; none harms a pod that runs next
+// to them.
 func TestPodsTheNodeCannotRun(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeOptions{})
@@ -194,6 +195,7 @@ func TestPodsTheNodeCannotRun(t *testing.T) {
 	create("configmap", func(s *v1.PodSpec) {
 		s.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}}}
 	})
+	create("elsewhere", func(s *v1.PodSpec) { s.NodeSelector["topology.kubernetes.io/zone"] = "nowhere" })
 	hog := waitAPIPod(t, n, ns, "hog", "Failed / OutOfcpu", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
 	if hog.Status.Reason != "OutOfcpu" || !strings.HasPrefix(hog.Status.Message, "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000000, ") {
 		t.Errorf("hog: reason %q message %q, want OutOfcpu and upstream's message", hog.Status.Reason, hog.Status.Message)
@@ -204,6 +206,11 @@ func TestPodsTheNodeCannotRun(t *testing.T) {
 	cfg := waitAPIPod(t, n, ns, "configmap", "Failed / UnsupportedVolume", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
 	if cfg.Status.Reason != "UnsupportedVolume" || !strings.Contains(cfg.Status.Message, `volume "cfg"`) {
 		t.Errorf("configmap: reason %q message %q, want UnsupportedVolume naming the volume", cfg.Status.Reason, cfg.Status.Message)
+	}
+	elsewhere := waitAPIPod(t, n, ns, "elsewhere", "Failed / NodeAffinity", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if elsewhere.Status.Reason != "NodeAffinity" ||
+		elsewhere.Status.Message != "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" {
+		t.Errorf("elsewhere: reason %q message %q, want NodeAffinity and upstream's message", elsewhere.Status.Reason, elsewhere.Status.Message)
 	}
 	now, err := pods.Get(ctx, "steady", metav1.GetOptions{})
 	if err != nil {
