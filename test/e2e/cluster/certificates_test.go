@@ -105,6 +105,47 @@ func TestClientCertificateRotation(t *testing.T) {
 	})
 	n.CallAPIServer(t)
 	checkReviewedAsNode(t, n)
+	checkTTLMetric(t, n, "kubelet_certificate_manager_client_ttl_seconds", rotationSigningDuration)
+}
+
+// checkTTLMetric checks that the node's /metrics has the kubelet's TTL
+// gauge of a certificate, within what the signer gives.
+func checkTTLMetric(t *testing.T, n *clusterNode, name string, max time.Duration) {
+	t.Helper()
+	if ttl, ok := n.Metric(name, nil); !ok || ttl <= 0 || ttl > max.Seconds() {
+		t.Errorf("%s = %v (found %v), want within (0, %v]", name, ttl, ok, max.Seconds())
+	}
+}
+
+// TestKubeconfigCertificateRotated joins a node with a kubeconfig holding
+// its certificate and rotate_certificates, as kubeadm joins the first
+// control-plane node: the certificate manager takes the kubeconfig's pair
+// as a start only and asks for one of its own at once, which the
+// controller-manager approves as a node renewing itself.
+func TestKubeconfigCertificateRotated(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOptions{Settings: map[string]string{"rotate_certificates": "true"}})
+	var issued *x509.Certificate
+	n.Eventually("the node renews the kubeconfig's certificate", func() (bool, string) {
+		requests := nodeCSRs(t, n.Cluster, certificatesv1.KubeAPIServerClientKubeletSignerName, "system:node:"+n.Name)
+		if len(requests) == 0 || !approved(requests[0]) || len(requests[0].Status.Certificate) == 0 {
+			return false, fmt.Sprintf("%d client CSRs by the node", len(requests))
+		}
+		block, _ := pem.Decode(requests[0].Status.Certificate)
+		if block == nil {
+			return false, "no PEM certificate in the CSR"
+		}
+		var err error
+		issued, err = x509.ParseCertificate(block.Bytes)
+		return err == nil, fmt.Sprint(err)
+	})
+	n.Eventually("the issued certificate is the node's current one", func() (bool, string) {
+		cert := clientCertificate(t, n)
+		return cert.SerialNumber.Cmp(issued.SerialNumber) == 0, fmt.Sprintf("certificate %s, issued %s", cert.SerialNumber, issued.SerialNumber)
+	})
+	checkNodeClientCertificate(t, n, issued)
+	n.CallAPIServer(t)
+	checkReviewedAsNode(t, n)
 }
 
 // TestServingCertificate starts a node with server_tls_bootstrap: its node
@@ -155,6 +196,7 @@ func TestServingCertificate(t *testing.T) {
 	n.Eventually("the node API serves the issued certificate", func() (bool, string) {
 		return servesIssued(c, n), fmt.Sprintf("serving %s", n.ServingChain(t)[0].Subject)
 	})
+	checkTTLMetric(t, n, "kubelet_certificate_manager_server_ttl_seconds", 24*time.Hour)
 
 	n.RestartCore()
 	if !servesIssued(c, n) {
