@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,10 +169,9 @@ func TestUpdaterRegistersADeletedNodeAgain(t *testing.T) {
 
 func TestUpdaterRetriesRegistration(t *testing.T) {
 	f := newFixture(t)
-	fails := 2
+	var failures atomic.Int32
 	f.client.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtimeObject, error) {
-		if fails > 0 {
-			fails--
+		if failures.Add(1) <= 2 {
 			return true, nil, errServerDown
 		}
 		return false, nil, nil
@@ -181,19 +181,20 @@ func TestUpdaterRetriesRegistration(t *testing.T) {
 		defer close(done)
 		f.u.sync(context.Background())
 	}()
-	for fails > 0 || !f.clock.HasWaiters() {
+	// Each retry waits on the clock: move it on until sync returns.
+	for registered := false; !registered; {
 		select {
 		case <-done:
-			t.Fatal("sync returned before registering")
-		default:
+			registered = true
+		case <-time.After(time.Millisecond):
+			if f.clock.HasWaiters() {
+				f.clock.Step(registerBackoffMax)
+			}
 		}
-		if f.clock.HasWaiters() {
-			f.clock.Step(registerBackoffMax)
-		}
-		time.Sleep(time.Millisecond)
 	}
-	f.clock.Step(registerBackoffMax)
-	<-done
+	if n := failures.Load(); n != 3 {
+		t.Errorf("%d create attempts, want 3", n)
+	}
 	if _, err := f.client.CoreV1().Nodes().Get(context.Background(), "node-a", metav1.GetOptions{}); err != nil {
 		t.Errorf("not registered after retries: %v", err)
 	}
