@@ -32,6 +32,9 @@ func New(client kubernetes.Interface, name string, log hclog.Logger) *Informer {
 // Run watches the Node until ctx ends.
 func (i *Informer) Run(ctx context.Context) { i.informer.Run(ctx.Done()) }
 
+// HasSynced reports whether the Node has been read (found or not).
+func (i *Informer) HasSynced() bool { return i.informer.HasSynced() }
+
 // Get returns the Node as last seen, nil while it is unknown (not read yet,
 // not registered, or deleted). Callers must not modify it.
 func (i *Informer) Get() *v1.Node {
