@@ -150,13 +150,13 @@ func TestKubeconfigCertificateRotated(t *testing.T) {
 
 // TestServingCertificate starts a node with server_tls_bootstrap: its node
 // API serves the self-signed pair until the kubelet-serving CSR it makes
-// (for its hostname and address) is approved, here by the admin as an
+// (for its hostname and address) is approved, here with kubectl as an
 // operator would, then the certificate the cluster's CA signed; a restart
 // serves that one at once.
 func TestServingCertificate(t *testing.T) {
 	t.Parallel()
 	c := cluster(t)
-	n := startNode(t, nodeOptions{Settings: map[string]string{"server_tls_bootstrap": "true", "node_ip": `"127.0.0.1"`}})
+	n := startNode(t, nodeOptions{Settings: map[string]string{"server_tls_bootstrap": "true"}})
 	if issuedByCA(c, n.ServingChain(t)[0]) {
 		t.Fatal("the node API serves a certificate of the cluster's CA before any CSR was approved")
 	}
@@ -185,14 +185,7 @@ func TestServingCertificate(t *testing.T) {
 			asked.Subject.CommonName, asked.DNSNames, asked.IPAddresses, n.Name, hostname)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	request.Status.Conditions = append(request.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
-		Reason: "E2EApprove", Message: "approved by the test as an operator would"})
-	if _, err := c.Admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, request.Name, request, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	kubectl(t, "certificate", "approve", request.Name)
 	n.Eventually("the node API serves the issued certificate", func() (bool, string) {
 		return servesIssued(c, n), fmt.Sprintf("serving %s", n.ServingChain(t)[0].Subject)
 	})
