@@ -67,11 +67,13 @@ type clusterNode struct {
 // it to the control plane with a plain kubeconfig: a client certificate
 // of user system:node:<name>, group system:nodes, from the cluster's CA,
 // as TLS bootstrap would have issued (or, with Bootstrap, by TLS
-// bootstrap). Its node API listens on a loopback
-// port with the kubelet's defaults in a kubeadm cluster: client
-// certificates of the cluster's CA, bearer tokens reviewed and requests
-// authorized by the API server, a self-signed serving pair in cert_dir.
-// Everything stops and goes when the test ends.
+// bootstrap). Its node API listens on a loopback port with the kubelet's
+// defaults in a kubeadm cluster: client certificates of the cluster's CA,
+// bearer tokens reviewed and requests authorized by the API server, a
+// self-signed serving pair in cert_dir. Its address (node_ip) is
+// 127.0.0.1, so that the API server reaches its node API (logs, exec) at
+// the address the node reports. Everything stops and goes when the test
+// ends.
 func startNode(t testing.TB, opts nodeOptions) *clusterNode {
 	t.Helper()
 	c := opts.Cluster
@@ -107,6 +109,7 @@ func startNode(t testing.TB, opts nodeOptions) *clusterNode {
 		"kubeconfig":     quote(n.Kubeconfig),
 		"cert_dir":       quote(n.CertDir),
 		"address":        `"127.0.0.1"`,
+		"node_ip":        `"127.0.0.1"`,
 		"port":           fmt.Sprint(port),
 		"authentication": fmt.Sprintf(`{ x509 = { client_ca_file = %s } }`, quote(caFile)),
 	})
