@@ -86,7 +86,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer cluster.stop()
-	pods, err := a.newPods(ctx, a.metrics)
+	pods, err := a.newPods(ctx, a.metrics, cluster)
 	if err != nil {
 		return err
 	}
@@ -112,6 +112,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.checks.sync()
 	a.logPlugins()
 	pods.run(ctx)
+	if cluster != nil && a.cfg.RegisterNode {
+		if err := a.runNodeStatus(ctx, cluster, pods); err != nil {
+			return err
+		}
+	}
 
 	var wg sync.WaitGroup
 	wg.Add(1)

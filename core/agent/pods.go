@@ -40,6 +40,8 @@ type pods struct {
 	health     *nodeHealth
 	config     *podconfig.PodConfig
 	capacity   *machine.Capacity
+	identity   machine.Identity
+	nodeIPs    []string
 	cgroupTree *machine.Cgroups
 	cgroups    *cgroup.Manager
 	devices    *devices.Manager
@@ -52,11 +54,13 @@ type pods struct {
 	pleg       *pleg.PLEG
 	statuses   *status.Manager
 	loop       *syncloop.Loop
+	// api is the pod side of a cluster node; nil when standalone.
+	api *apiPods
 }
 
 // newPods connects to the runtime (waiting for it, as the kubelet does) and
 // builds the pod machinery; run starts it.
-func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, error) {
+func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *cluster) (*pods, error) {
 	cfg := a.cfg
 	client, err := cri.Connect(ctx, cri.Config{
 		RuntimeEndpoint: cfg.ContainerRuntimeEndpoint,
@@ -85,7 +89,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 				"pod_cidr", cfg.PodCIDR, "bridge", network.BridgeName)
 		}
 	}
-	p := &pods{cri: client, poller: cri.NewStatusPoller(client, cri.DefaultStatusPollInterval), cache: podcache.New()}
+	p := &pods{cri: client, poller: cri.NewStatusPoller(client, cri.DefaultStatusPollInterval), cache: podcache.New(), nodeIPs: nodeIPs}
 	p.health = newNodeHealth(p.poller, cfg.CNIConfDir, cfg.CNIBinDirs)
 	if err := a.newNodeResources(p, reg); err != nil {
 		return nil, err
@@ -106,11 +110,21 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 	if err != nil {
 		return nil, err
 	}
+	if p.api, err = a.newAPIPods(c); err != nil {
+		return nil, err
+	}
+	if p.api != nil {
+		sources = append(sources, p.api.source)
+	}
 	if p.config, err = podconfig.New(a.log.Named("podconfig"), sources...); err != nil {
 		return nil, err
 	}
 	if err := a.newPressure(p, reg); err != nil {
 		return nil, err
+	}
+	admitters := []syncloop.Admitter{p.eviction}
+	if p.api != nil {
+		admitters = append(admitters, p.api.admitter)
 	}
 
 	p.runtime, err = podruntime.New(podruntime.Options{
@@ -156,7 +170,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 		Reasons:      reasons,
 		Generator:    generator,
 		Health:       p.health,
-		Admitters:    []syncloop.Admitter{p.eviction, cgroupAdmitter{p.cgroups}, p.devices}, // devices last: it allocates
+		Admitters:    append(admitters, cgroupAdmitter{p.cgroups}, p.devices), // devices last: it allocates
 		Releasers:    []syncloop.Releaser{cgroupReleaser{p.cgroups}, p.devices},
 		OnActivePods: p.onActivePods,
 		MaxPods:      cfg.MaxPods,
@@ -185,6 +199,7 @@ func (a *Agent) newNodeResources(p *pods, reg prometheus.Registerer) error {
 	if p.capacity, err = machine.ReadCapacity(machine.Options{RootDir: cfg.RootDir, MaxPods: cfg.MaxPods}); err != nil {
 		return fmt.Errorf("machine capacity: %w", err)
 	}
+	p.identity = machine.ReadIdentity(machine.Options{})
 	if p.cgroupTree, err = machine.DetectCgroups(); err != nil {
 		return fmt.Errorf("cgroups: %w", err)
 	}
@@ -236,6 +251,9 @@ func (p *pods) run(ctx context.Context) {
 	go p.loop.Run(ctx)
 	go p.gc.Run(ctx)
 	go p.eviction.Run(ctx)
+	if p.api != nil {
+		p.api.start(ctx, p)
+	}
 }
 
 // onActivePods follows the active pods with node-level resources. The loop

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -204,12 +205,19 @@ func (n *clusterNode) APICalls(t testing.TB) []devcluster.AuditEvent {
 	return events
 }
 
+// adminKubeconfig is written once for the package: tests run kubectl in
+// parallel, and writing the file again while another kubectl reads it
+// gives that one half a file.
+var adminKubeconfig = sync.OnceValues(func() (string, error) {
+	return controlPlane.Kubeconfig("e2e-admin", "system:masters")
+})
+
 // kubectl runs the control plane's kubectl as the cluster's admin and
 // returns its output; a failure fails the test.
 func kubectl(t testing.TB, args ...string) string {
 	t.Helper()
-	c := cluster(t)
-	kubeconfig, err := c.Kubeconfig("e2e-admin", "system:masters")
+	cluster(t)
+	kubeconfig, err := adminKubeconfig()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -218,6 +218,19 @@ func (n *Node) RestartCore() {
 	n.startCore()
 }
 
+// StopCore stops the core (SIGTERM; its pods keep running) until
+// StartCore, for tests of what others see while the node is down.
+func (n *Node) StopCore() {
+	n.t.Helper()
+	n.stopCore()
+}
+
+// StartCore starts a stopped core again on the current config.
+func (n *Node) StartCore() {
+	n.t.Helper()
+	n.startCore()
+}
+
 // CorePID is the core's process id.
 func (n *Node) CorePID() int { return n.core.Process.Pid }
 
