@@ -1,0 +1,95 @@
+package podruntime
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// recorded returns the events recorded so far.
+func recorded(rec *record.FakeRecorder) []string {
+	var got []string
+	for {
+		select {
+		case e := <-rec.Events:
+			got = append(got, e)
+		default:
+			return got
+		}
+	}
+}
+
+// TestImageEvents: the image manager's events, with upstream's reasons and
+// messages, against the container.
+func TestImageEvents(t *testing.T) {
+	const ref = " involvedObject{kind=Pod,apiVersion=v1}"
+	for _, tc := range []struct {
+		name    string
+		image   string
+		policy  v1.PullPolicy
+		present bool
+		pullErr error
+		want    []string // regular expressions
+	}{
+		{name: "present", image: "localhost/busybox:1", policy: v1.PullIfNotPresent, present: true,
+			want: []string{`^Normal Pulled Container image "localhost/busybox:1" already present on machine` + ref + `$`}},
+		{name: "pulled", image: "localhost/app", policy: v1.PullIfNotPresent, want: []string{
+			`^Normal Pulling Pulling image "localhost/app"` + ref + `$`,
+			`^Normal Pulled Successfully pulled image "localhost/app" in \S+ \(\S+ including waiting\)\. Image size: 5242880 bytes\.` + ref + `$`,
+		}},
+		{name: "pull failed", image: "localhost/app:2", policy: v1.PullAlways, pullErr: errors.New("not found"), want: []string{
+			`^Normal Pulling Pulling image "localhost/app:2"`,
+			`^Warning Failed Failed to pull image "localhost/app:2": not found` + ref + `$`,
+		}},
+		{name: "never", image: "localhost/app:2", policy: v1.PullNever,
+			want: []string{`^Warning ErrImageNeverPull Container image "localhost/app:2" is not present with pull policy of Never` + ref + `$`}},
+		{name: "invalid name", image: "localhost/App:1", policy: v1.PullIfNotPresent,
+			want: []string{`^Warning InspectFailed Failed to apply default image tag "localhost/App:1": `}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			images := &fakeImages{present: map[string]*runtimeapi.Image{}, pullErr: tc.pullErr}
+			if tc.present {
+				images.present[tc.image] = &runtimeapi.Image{Id: "sha256:present"}
+			}
+			p := newTestPuller(t, images, 0, newFakeClock())
+			rec := record.NewFakeRecorder(10)
+			rec.IncludeObject = true
+			p.events = rec
+			c := testContainer("a")
+			c.Image, c.ImagePullPolicy = tc.image, tc.policy
+			_, _ = p.ensureImage(context.Background(), testPod(), &c, nil)
+			got := recorded(rec)
+			if len(got) != len(tc.want) {
+				t.Fatalf("events %q, want %q", got, tc.want)
+			}
+			for i, want := range tc.want {
+				if !regexp.MustCompile(want).MatchString(got[i]) {
+					t.Errorf("event %q, want %q", got[i], want)
+				}
+			}
+		})
+	}
+}
+
+// TestImageBackOffEvent: a pull in backoff says so, without the last error.
+func TestImageBackOffEvent(t *testing.T) {
+	clock := newFakeClock()
+	images := &fakeImages{present: map[string]*runtimeapi.Image{}, pullErr: errors.New("refused")}
+	p := newTestPuller(t, images, 0, clock)
+	rec := record.NewFakeRecorder(10)
+	p.events = rec
+	c := testContainer("a")
+	_, _ = p.ensureImage(context.Background(), testPod(), &c, nil)
+	recorded(rec)
+	clock.advance(5 * time.Second)
+	_, _ = p.ensureImage(context.Background(), testPod(), &c, nil)
+	if got := recorded(rec); len(got) != 1 || got[0] != `Normal BackOff Back-off pulling image "localhost/busybox:1"` {
+		t.Errorf("events in backoff %q", got)
+	}
+}
