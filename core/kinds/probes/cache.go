@@ -172,8 +172,8 @@ func (m *Manager) apply(ctx context.Context, r *probesv1.ProbeResult) {
 	if r.GetAttempt() == probesv1.Result_RESULT_FAILURE || r.GetAttempt() == probesv1.Result_RESULT_UNKNOWN {
 		m.logger.Debug("probe attempt did not succeed", "probe", t, "attempt", r.GetAttempt(), "pod", e.podNamespace+"/"+e.podName,
 			"container", e.name, "container_id", r.GetContainerId(), "output", r.GetMessage())
-		m.recordAttempt(e, t, r)
 	}
+	m.recordAttempt(e, t, r)
 	if update == nil {
 		return
 	}

@@ -20,9 +20,9 @@ func containerRef(pod *v1.Pod, name string) *v1.ObjectReference {
 }
 
 // recordAttempt records upstream's prober event for an attempt the plugin
-// reports failed ("Liveness probe failed: <output>") or errored, on every
-// such attempt as upstream's prober does: the recorder's correlation
-// counts the repeats.
+// reports failed ("Liveness probe failed: <output>"), errored, or
+// succeeded with a warning, on every such attempt as upstream's prober
+// does: the recorder's correlation counts the repeats.
 func (m *Manager) recordAttempt(e *containerEntry, t ProbeType, r *probesv1.ProbeResult) {
 	if e.ref == nil {
 		return
@@ -32,5 +32,9 @@ func (m *Manager) recordAttempt(e *containerEntry, t ProbeType, r *probesv1.Prob
 		m.events.Event(e.ref, v1.EventTypeWarning, events.ContainerUnhealthy, fmt.Sprintf("%s probe failed: %s", t, r.GetMessage()))
 	case probesv1.Result_RESULT_UNKNOWN:
 		m.events.Event(e.ref, v1.EventTypeWarning, events.ContainerUnhealthy, fmt.Sprintf("%s probe errored and resulted in unknown state: %s", t, r.GetMessage()))
+	case probesv1.Result_RESULT_SUCCESS:
+		if r.GetWarning() {
+			m.events.Event(e.ref, v1.EventTypeWarning, events.ContainerProbeWarning, fmt.Sprintf("%s probe warning: %s", t, r.GetMessage()))
+		}
 	}
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // TestUnhealthyEvents: each failed or errored attempt is an Unhealthy
-// event against the container, with upstream's message; successes and
-// restatements record nothing.
+// event against the container, a success with a warning a ProbeWarning,
+// with upstream's messages; plain successes and restatements record
+// nothing.
 func TestUnhealthyEvents(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	rec.IncludeObject = true
@@ -22,10 +23,13 @@ func TestUnhealthyEvents(t *testing.T) {
 	failed.Message = "exit status 1"
 	errored := report(wireReadiness, settledNone, probesv1.Result_RESULT_UNKNOWN)
 	errored.Message = "timeout"
+	warned := report(wireReadiness, settledSuccess, settledSuccess)
+	warned.Message, warned.Warning = "Probe terminated redirects, Response body: moved", true
 	for _, r := range []*probesv1.ProbeResult{
 		report(wireReadiness, settledSuccess, settledSuccess),
 		failed,
 		errored,
+		warned,
 		report(wireReadiness, settledSuccess, settledNone),
 	} {
 		m.apply(t.Context(), r)
@@ -34,6 +38,7 @@ func TestUnhealthyEvents(t *testing.T) {
 	want := []string{
 		"Warning Unhealthy Liveness probe failed: exit status 1" + ref,
 		"Warning Unhealthy Readiness probe errored and resulted in unknown state: timeout" + ref,
+		"Warning ProbeWarning Readiness probe warning: Probe terminated redirects, Response body: moved" + ref,
 	}
 	for _, w := range want {
 		select {
