@@ -185,7 +185,7 @@ func newManager(opts Options) (*Manager, error) {
 		events:    opts.Events,
 		crashLoop: newBackoff(containerBackOffPeriod, maxContainerBackOff, opts.Clock),
 		dns:       &dnsConfigurer{clusterDNS: clusterDNS, clusterDomain: opts.DNS.ClusterDomain, resolvConf: opts.DNS.ResolvConf, nodeIPs: nodeIPs, log: log},
-		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable),
+		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable, opts.Events),
 		metrics:   met,
 	}
 	m.images = newImagePuller(opts.CRI, opts.Events, opts.MaxParallelImagePulls, opts.Clock, met, log)

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/pods/podcache"
 )
 
@@ -87,6 +88,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Clock is for tests; nil is the real clock.
 	Clock clock.Clock
+	// Recorder records upstream's ExceededGracePeriod for a kill that
+	// timed out; nil records none.
+	Recorder events.Recorder
 }
 
 // PodWorkers tracks every pod the node runs or ran recently and drives it
@@ -117,6 +121,7 @@ type PodWorkers struct {
 	log            hclog.Logger
 	metrics        *metrics
 	clock          clock.Clock
+	recorder       events.Recorder
 }
 
 // New checks cfg and makes the pod workers.
@@ -150,6 +155,7 @@ func New(cfg Config) (*PodWorkers, error) {
 		log:                                cfg.Log,
 		metrics:                            m,
 		clock:                              cfg.Clock,
+		recorder:                           events.OrNop(cfg.Recorder),
 	}
 	if p.resyncInterval == 0 {
 		p.resyncInterval = DefaultResyncInterval

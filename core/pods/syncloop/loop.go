@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/pods/pleg"
 	"github.com/microlet/microlet/core/pods/podcache"
 	"github.com/microlet/microlet/core/pods/podconfig"
@@ -85,6 +86,10 @@ type Options struct {
 	SyncFrequency time.Duration
 	Logger        hclog.Logger
 	Registerer    prometheus.Registerer
+	// Recorder records the kubelet's pod events of syncing and
+	// terminating (NetworkNotReady, FailedKillPod, ExceededGracePeriod);
+	// nil records none.
+	Recorder events.Recorder
 }
 
 // Prober is the core's prober as the loop uses it.
@@ -134,6 +139,7 @@ func New(opts Options) (*Loop, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	opts.Recorder = events.OrNop(opts.Recorder)
 	l := &Loop{
 		opts:        opts,
 		log:         opts.Logger,
@@ -150,6 +156,7 @@ func New(opts Options) (*Loop, error) {
 		ResyncInterval: opts.SyncFrequency,
 		Log:            opts.Logger.Named("podworkers"),
 		Registerer:     opts.Registerer,
+		Recorder:       opts.Recorder,
 	})
 	if err != nil {
 		return nil, err

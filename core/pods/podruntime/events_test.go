@@ -93,3 +93,22 @@ func TestImageBackOffEvent(t *testing.T) {
 		t.Errorf("events in backoff %q", got)
 	}
 }
+
+// TestFailedMountEvent: a volume that cannot be set up is upstream's
+// FailedMount on the pod.
+func TestFailedMountEvent(t *testing.T) {
+	rec := record.NewFakeRecorder(1)
+	m := newTestManager(t, func(o *Options) { o.Events = rec })
+	dirType := v1.HostPathDirectory
+	pod := testPod(func(p *v1.Pod) {
+		p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/nonexistent-microlet", Type: &dirType}}}}
+		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	})
+	if _, err := m.volumes.containerMounts(pod, &pod.Spec.Containers[0], nil); err == nil {
+		t.Fatal("a missing hostPath directory was set up")
+	}
+	want := `Warning FailedMount MountVolume.SetUp failed for volume "data" : hostPath type check failed: /nonexistent-microlet is not a directory`
+	if got := recorded(rec); len(got) != 1 || got[0] != want {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
