@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/microlet/microlet/core/cluster/events/eventstest"
 )
 
 func testPod() *v1.Pod {
@@ -64,19 +66,6 @@ func TestNopAndOrNop(t *testing.T) {
 	}
 }
 
-// drain returns every event recorded so far.
-func drain(rec *record.FakeRecorder) []string {
-	var got []string
-	for {
-		select {
-		case e := <-rec.Events:
-			got = append(got, e)
-		default:
-			return got
-		}
-	}
-}
-
 func conditions(status ...v1.ConditionStatus) []v1.NodeCondition {
 	types := []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, v1.NodeReady}
 	var out []v1.NodeCondition
@@ -113,7 +102,7 @@ func TestConditionTransitions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
 			NewNode(rec, "node1").ConditionTransitions(tc.before, tc.after)
-			got := drain(rec)
+			got := eventstest.Drain(rec)
 			if len(got) != len(tc.want) {
 				t.Fatalf("events %q, want %q", got, tc.want)
 			}
@@ -143,7 +132,7 @@ func TestNodeEvents(t *testing.T) {
 		"Normal NodeAllocatableEnforced Updated Node Allocatable limit across pods involvedObject{kind=Node,apiVersion=}",
 		`Warning FailedNodeAllocatableEnforcement Failed to update Node Allocatable Limits "/kubepods": device busy involvedObject{kind=Node,apiVersion=}`,
 	}
-	got := drain(rec)
+	got := eventstest.Drain(rec)
 	if len(got) != len(want) {
 		t.Fatalf("events %q, want %q", got, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/microlet/microlet/core/cluster/events"
+	"github.com/microlet/microlet/core/cluster/events/eventstest"
 )
 
 // TestNodeAllocatableEnforcedOnce: the first applied node plan is
@@ -25,11 +26,8 @@ func TestNodeAllocatableEnforcedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var got []string
-	for len(rec.Events) > 0 {
-		got = append(got, <-rec.Events)
-	}
-	if want := "Normal NodeAllocatableEnforced Updated Node Allocatable limit across pods"; len(got) != 1 || got[0] != want {
+	want := "Normal NodeAllocatableEnforced Updated Node Allocatable limit across pods"
+	if got := eventstest.Drain(rec); len(got) != 1 || got[0] != want {
 		t.Errorf("events %q, want one %q", got, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/microlet/microlet/core/cluster/events/eventstest"
 	"github.com/microlet/microlet/core/kinds/stats"
 )
 
@@ -24,7 +25,7 @@ func TestEvictionEvents(t *testing.T) {
 	f.stats.samples = []*stats.Sample{sample(epoch, 7500*Mi, 50*Gi, map[*v1.Pod]int64{hog: 3 * Gi, quiet: 50 * Mi})}
 	f.cycle()
 
-	got := recorded(rec)
+	got := eventstest.Drain(rec)
 	if len(got) != 2 {
 		t.Fatalf("events %q, want EvictionThresholdMet and Evicted", got)
 	}
@@ -46,7 +47,7 @@ func TestNoEventsWithoutPressure(t *testing.T) {
 	f.m.opts.Events = rec
 	f.stats.samples = []*stats.Sample{sample(epoch.Add(time.Second), Gi, 50*Gi, map[*v1.Pod]int64{p: 50 * Mi})}
 	f.cycle()
-	if got := recorded(rec); len(got) != 0 {
+	if got := eventstest.Drain(rec); len(got) != 0 {
 		t.Errorf("events %q, want none", got)
 	}
 }
@@ -59,19 +60,6 @@ func TestSignalResource(t *testing.T) {
 	} {
 		if got := signalResource(signal); got != want {
 			t.Errorf("signalResource(%s) = %s, want %s", signal, got, want)
-		}
-	}
-}
-
-// recorded returns the events recorded so far.
-func recorded(rec *record.FakeRecorder) []string {
-	var got []string
-	for {
-		select {
-		case e := <-rec.Events:
-			got = append(got, e)
-		default:
-			return got
 		}
 	}
 }

@@ -9,21 +9,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/microlet/microlet/core/cluster/events/eventstest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
-
-// recorded returns the events recorded so far.
-func recorded(rec *record.FakeRecorder) []string {
-	var got []string
-	for {
-		select {
-		case e := <-rec.Events:
-			got = append(got, e)
-		default:
-			return got
-		}
-	}
-}
 
 // TestImageEvents: the image manager's events, with upstream's reasons and
 // messages, against the container.
@@ -64,7 +53,7 @@ func TestImageEvents(t *testing.T) {
 			c := testContainer("a")
 			c.Image, c.ImagePullPolicy = tc.image, tc.policy
 			_, _ = p.ensureImage(context.Background(), testPod(), &c, nil)
-			got := recorded(rec)
+			got := eventstest.Drain(rec)
 			if len(got) != len(tc.want) {
 				t.Fatalf("events %q, want %q", got, tc.want)
 			}
@@ -86,10 +75,10 @@ func TestImageBackOffEvent(t *testing.T) {
 	p.events = rec
 	c := testContainer("a")
 	_, _ = p.ensureImage(context.Background(), testPod(), &c, nil)
-	recorded(rec)
+	eventstest.Drain(rec)
 	clock.advance(5 * time.Second)
 	_, _ = p.ensureImage(context.Background(), testPod(), &c, nil)
-	if got := recorded(rec); len(got) != 1 || got[0] != `Normal BackOff Back-off pulling image "localhost/busybox:1"` {
+	if got := eventstest.Drain(rec); len(got) != 1 || got[0] != `Normal BackOff Back-off pulling image "localhost/busybox:1"` {
 		t.Errorf("events in backoff %q", got)
 	}
 }
@@ -108,7 +97,7 @@ func TestFailedMountEvent(t *testing.T) {
 		t.Fatal("a missing hostPath directory was set up")
 	}
 	want := `Warning FailedMount MountVolume.SetUp failed for volume "data" : hostPath type check failed: /nonexistent-microlet is not a directory`
-	if got := recorded(rec); len(got) != 1 || got[0] != want {
+	if got := eventstest.Drain(rec); len(got) != 1 || got[0] != want {
 		t.Errorf("events %q, want %q", got, want)
 	}
 }
