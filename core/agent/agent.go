@@ -119,6 +119,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.checks.sync()
 	a.logPlugins()
 	pods.run(ctx)
+	if cluster != nil && a.cfg.RegisterNode {
+		if err := a.runNodeStatus(ctx, cluster, pods); err != nil {
+			return err
+		}
+	}
 
 	var wg sync.WaitGroup
 	wg.Add(1)

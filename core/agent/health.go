@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -73,22 +74,32 @@ func (h *nodeHealth) NetworkErr() error {
 	return errors.Join(errs...)
 }
 
+// notReady are why pods cannot run on the node: the runtime, the pod
+// network or PLEG, in the kubelet's words; none when the node is ready.
+func (p *pods) notReady() []error {
+	var problems []error
+	if err := p.health.RuntimeErr(); err != nil {
+		problems = append(problems, err)
+	}
+	if err := p.health.NetworkErr(); err != nil {
+		problems = append(problems, err)
+	}
+	if ok, err := p.pleg.Healthy(); !ok {
+		problems = append(problems, fmt.Errorf("PLEG is not healthy: %w", err))
+	}
+	return problems
+}
+
 // conditions are the node conditions the core owns: Ready, from the runtime,
 // the pod network and PLEG, with the kubelet's reasons.
 func (p *pods) conditions() []*typesv1.NodeCondition {
 	ready := &typesv1.NodeCondition{Type: "Ready", Status: "True", Reason: "KubeletReady", Message: "microlet is posting ready status"}
-	var problems []string
-	if err := p.health.RuntimeErr(); err != nil {
-		problems = append(problems, err.Error())
-	}
-	if err := p.health.NetworkErr(); err != nil {
-		problems = append(problems, err.Error())
-	}
-	if ok, err := p.pleg.Healthy(); !ok {
-		problems = append(problems, "PLEG is not healthy: "+err.Error())
-	}
-	if len(problems) > 0 {
-		ready.Status, ready.Reason, ready.Message = "False", "KubeletNotReady", strings.Join(problems, "; ")
+	if problems := p.notReady(); len(problems) > 0 {
+		messages := make([]string, len(problems))
+		for i, err := range problems {
+			messages[i] = err.Error()
+		}
+		ready.Status, ready.Reason, ready.Message = "False", "KubeletNotReady", strings.Join(messages, "; ")
 	}
 	return []*typesv1.NodeCondition{ready}
 }

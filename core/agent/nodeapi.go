@@ -30,6 +30,7 @@ func (a *Agent) newNodeAPI(p *pods, c *cluster) (*nodeapi.Server, error) {
 		Runtime:  p.cri,
 		Stats:    p.stats,
 		Capacity: p.capacity,
+		Identity: p.identity,
 		PodCgroup: func(uid types.UID) (string, bool) {
 			cgroup, _, ok := p.cgroups.PodCgroup(uid)
 			return cgroup, ok

@@ -38,6 +38,8 @@ type pods struct {
 	health     *nodeHealth
 	config     *podconfig.PodConfig
 	capacity   *machine.Capacity
+	identity   machine.Identity
+	nodeIPs    []string
 	cgroupTree *machine.Cgroups
 	cgroups    *cgroup.Manager
 	devices    *devices.Manager
@@ -73,7 +75,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 	if err != nil {
 		return nil, err
 	}
-	p := &pods{cri: client, poller: cri.NewStatusPoller(client, cri.DefaultStatusPollInterval), cache: podcache.New()}
+	p := &pods{cri: client, poller: cri.NewStatusPoller(client, cri.DefaultStatusPollInterval), cache: podcache.New(), nodeIPs: nodeIPs}
 	p.health = newNodeHealth(p.poller, cfg.CNIConfDir, cfg.CNIBinDirs)
 	if err := a.newNodeResources(p, reg); err != nil {
 		return nil, err
@@ -175,6 +177,7 @@ func (a *Agent) newNodeResources(p *pods, reg prometheus.Registerer) error {
 	if p.capacity, err = machine.ReadCapacity(machine.Options{RootDir: cfg.RootDir, MaxPods: cfg.MaxPods}); err != nil {
 		return fmt.Errorf("machine capacity: %w", err)
 	}
+	p.identity = machine.ReadIdentity(machine.Options{})
 	if p.cgroupTree, err = machine.DetectCgroups(); err != nil {
 		return fmt.Errorf("cgroups: %w", err)
 	}

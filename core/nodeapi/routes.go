@@ -181,7 +181,7 @@ type handlers struct {
 func newHandlers(opts Options, log hclog.Logger) *handlers {
 	c := opts.Capacity
 	return &handlers{opts: opts, cfg: opts.Config(), log: log, machine: sync.OnceValue(func() machineInfo {
-		return readMachineInfo("/proc", "/sys", cpuMemory{cpuMillis: c.CPUMillis, memoryBytes: c.MemoryBytes, hugePages: c.HugePages})
+		return readMachineInfo("/proc", "/sys", cpuMemory{cpuMillis: c.CPUMillis, memoryBytes: c.MemoryBytes, hugePages: c.HugePages}, opts.Identity)
 	})}
 }
 

@@ -56,6 +56,8 @@ type Options struct {
 	Stats   *stats.Provider
 	// Capacity is the machine's, for /spec/ and the machine metrics.
 	Capacity *machine.Capacity
+	// Identity is the machine's, for /spec/ and the machine metrics.
+	Identity machine.Identity
 	// PodCgroup is a pod's cgroup, for the cadvisor "id" label; ok false
 	// when the pod has none.
 	PodCgroup func(uid types.UID) (cgroup string, ok bool)

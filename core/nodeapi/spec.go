@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/procfs"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/microlet/microlet/core/node/machine"
 )
 
 // machineInfo is cAdvisor's MachineInfo (github.com/google/cadvisor
@@ -71,19 +73,19 @@ func (h *handlers) spec() http.Handler {
 	})
 }
 
-// readMachineInfo reads what the machine is: the capacity core/node/machine
-// read at start, and the CPUs' layout, swap and identities from /proc and
-// /sys, where cAdvisor reads them. What cannot be read stays empty.
-func readMachineInfo(procRoot, sysRoot string, capacity cpuMemory) machineInfo {
+// readMachineInfo reads what the machine is: the capacity and identity
+// core/node/machine read at start, and the CPUs' layout and swap from /proc
+// and /sys, where cAdvisor reads them. What cannot be read stays empty.
+func readMachineInfo(procRoot, sysRoot string, capacity cpuMemory, id machine.Identity) machineInfo {
 	info := machineInfo{
 		Timestamp:      time.Now(),
 		NumCores:       int(capacity.cpuMillis / 1000),
 		MemoryCapacity: uint64(capacity.memoryBytes),
 		MemoryByType:   map[string]memoryInfo{},
 		HugePages:      []hugePagesInfo{},
-		MachineID:      readID("/etc/machine-id"),
-		SystemUUID:     readID(sysRoot + "/class/dmi/id/product_uuid"),
-		BootID:         readID(procRoot + "/sys/kernel/random/boot_id"),
+		MachineID:      id.MachineID,
+		SystemUUID:     id.SystemUUID,
+		BootID:         id.BootID,
 		Filesystems:    []json.RawMessage{},
 		DiskMap:        map[string]json.RawMessage{},
 		NetworkDevices: []json.RawMessage{},
@@ -129,14 +131,6 @@ func readMachineInfo(procRoot, sysRoot string, capacity cpuMemory) machineInfo {
 type cpuMemory struct {
 	cpuMillis, memoryBytes int64
 	hugePages              map[v1.ResourceName]int64
-}
-
-func readID(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }
 
 func readUint(path string) (uint64, error) {

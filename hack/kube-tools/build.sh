@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the upstream Kubernetes components that tests and benchmarks run side
-# by side with microlet: kube-apiserver, kubelet, kubectl and the sample device
-# plugin, at the k8s.io/kubernetes version pinned in this directory's go.mod.
+# by side with microlet: the control plane (kube-apiserver,
+# kube-controller-manager, kube-scheduler), kubelet, kubectl and the sample
+# device plugin, at the k8s.io/kubernetes version pinned in this directory's
+# go.mod.
 #
 #   hack/kube-tools/build.sh [OUT_DIR]     (default: <repo>/.cache/kube/bin)
 #
@@ -19,7 +21,8 @@ cd "$here"
 
 # Upstream builds these statically (hack/lib/golang.sh KUBE_STATIC_BINARIES);
 # the kubelet and the device plugin keep cgo, as in a release.
-static_pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl)
+static_pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
 cgo_pkgs=(k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/test/images/sample-device-plugin)
 
 version="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"

@@ -3,8 +3,6 @@ package devcluster
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 )
@@ -38,17 +35,14 @@ func (c *Cluster) Kubeconfig(user string, groups ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["devcluster"] = &clientcmdapi.Cluster{Server: c.URL, CertificateAuthorityData: c.CA.PEM}
-	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: pair.CertPEM, ClientKeyData: pair.KeyPEM}
-	cfg.Contexts["devcluster"] = &clientcmdapi.Context{Cluster: "devcluster", AuthInfo: user}
-	cfg.CurrentContext = "devcluster"
-	dir := filepath.Join(c.Dir, "kubeconfigs")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, user+".kubeconfig")
-	return path, clientcmd.WriteToFile(*cfg, path)
+	return c.writeKubeconfig(user, &clientcmdapi.AuthInfo{ClientCertificateData: pair.CertPEM, ClientKeyData: pair.KeyPEM})
+}
+
+// NodeKubeconfig writes a kubeconfig for the client certificate a node
+// of that name gets from TLS bootstrap (user system:node:<name>, group
+// system:nodes), for a node joined without bootstrap.
+func (c *Cluster) NodeKubeconfig(nodeName string) (string, error) {
+	return c.Kubeconfig("system:node:"+nodeName, "system:nodes")
 }
 
 // AllowReviews lets user create TokenReviews and SubjectAccessReviews (the

@@ -2,23 +2,23 @@
 // and an upstream kube-apiserver (built by hack/kube-tools/build.sh into
 // .cache/kube/bin), on loopback ports of their own, with a private data
 // directory, a CA and certificates made for the run, a service-account
-// signing key, and authorization by RBAC. Tests reach it with client-go:
-// they grant access with RBAC objects, ask for service-account tokens
-// (TokenRequest) and give microlet a kubeconfig, so that its node API's
-// token reviews and access reviews go to a real API server.
+// signing key, and authorization as kubeadm sets it up: the Node
+// authorizer and RBAC, the NodeRestriction admission plugin, bootstrap
+// tokens and kubeadm's RBAC for nodes joining by TLS bootstrap. Tests reach
+// it with client-go: they grant access with RBAC objects, ask for
+// service-account tokens (TokenRequest) and give microlet a kubeconfig, so
+// that its node API's token reviews and access reviews go to a real API
+// server. With Options.Controllers it runs kube-controller-manager and
+// kube-scheduler too: a cluster nodes join, whose certificates get signed
+// and whose pods get scheduled.
 //
-// Start brings the cluster up; Close stops both processes by their PIDs
-// and removes every file. StartT does both for a test and skips it, with a
-// message saying how to fix that, when kube-apiserver or etcd is missing.
+// Start brings the cluster up; Close stops every process by its PID and
+// removes every file. StartT does both for a test and skips it, with a
+// message saying how to fix that, when a binary is missing.
 package devcluster
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -43,16 +44,28 @@ const startTimeout = 2 * time.Minute
 // ErrPrerequisites means the cluster cannot run here: a binary is missing.
 var ErrPrerequisites = errors.New("devcluster prerequisites")
 
-// Options say where the binaries are.
+// Options say where the binaries are and which parts run.
 type Options struct {
-	// KubeBin holds kube-apiserver; default: $KUBE_TOOLS_BIN, else
+	// KubeBin holds kube-apiserver, kube-controller-manager and
+	// kube-scheduler; default: $KUBE_TOOLS_BIN, else
 	// <module root>/.cache/kube/bin.
 	KubeBin string
 	// Etcd is the etcd binary; default: etcd on $PATH.
 	Etcd string
+	// Controllers runs kube-controller-manager and kube-scheduler too.
+	Controllers bool
+	// SigningDuration is how long the certificates the controller-manager
+	// signs last (--cluster-signing-duration); 0 keeps upstream's default,
+	// capped by the CA's validity.
+	SigningDuration time.Duration
+	// NodeMonitorGracePeriod is how long a node may go silent before the
+	// node lifecycle controller marks it NotReady
+	// (--node-monitor-grace-period); 0 keeps upstream's default.
+	NodeMonitorGracePeriod time.Duration
 }
 
-// Cluster is a running etcd and kube-apiserver.
+// Cluster is a running etcd and kube-apiserver, and with
+// Options.Controllers kube-controller-manager and kube-scheduler.
 type Cluster struct {
 	// Dir holds everything of the cluster; Close removes it.
 	Dir string
@@ -66,7 +79,9 @@ type Cluster struct {
 	Admin *kubernetes.Clientset
 
 	adminConfig *rest.Config
-	etcd, api   *daemon
+	files       pkiFiles
+	// The daemons in the order they start; Close stops them in reverse.
+	daemons []*daemon
 }
 
 // StartT starts a cluster for t and closes it in t.Cleanup. It skips t
@@ -92,10 +107,11 @@ func StartT(t testing.TB, opts ...Options) *Cluster {
 	return c
 }
 
-// Start brings up etcd and the API server and waits until the API server
-// is ready. On error it leaves nothing behind.
+// Start brings up etcd and the API server (and the controllers if asked),
+// sets up node bootstrap, and waits until everything serves. On error it
+// leaves nothing behind.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
-	apiserver, etcdBin, err := binaries(opts)
+	bins, err := findBinaries(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +138,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	c.etcd, err = startDaemon(filepath.Join(dir, "etcd.log"), etcdBin,
+	etcd, err := c.start("etcd", bins.etcd,
 		"--name", "devcluster", "--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
@@ -130,22 +146,29 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.etcd.waitFor(ctx, "etcd", etcdURL+"/health", http.DefaultClient); err != nil {
+	if err := etcd.waitFor(ctx, "etcd", etcdURL+"/health", http.DefaultClient); err != nil {
 		return nil, err
 	}
 
-	files, err := c.writeAPIServerFiles()
-	if err != nil {
+	if c.files, err = c.writePKI(); err != nil {
 		return nil, err
 	}
-	c.api, err = startDaemon(filepath.Join(dir, "kube-apiserver.log"), apiserver,
+	api, err := c.start("kube-apiserver", bins.apiserver,
 		"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[2]),
-		"--tls-cert-file", files.servingCert, "--tls-private-key-file", files.servingKey,
-		"--client-ca-file", files.ca,
-		"--authorization-mode", "RBAC",
+		"--tls-cert-file", c.files.servingCert, "--tls-private-key-file", c.files.servingKey,
+		"--client-ca-file", c.files.ca,
+		// kubeadm's: nodes are authorized by the Node authorizer and may
+		// change only their own Node and pods; bootstrap tokens log in.
+		"--authorization-mode", "Node,RBAC",
+		"--enable-admission-plugins", "NodeRestriction",
+		"--enable-bootstrap-token-auth",
+		"--allow-privileged",
+		// For logs, exec and port-forward through the API server.
+		"--kubelet-client-certificate", c.files.kubeletClientCert, "--kubelet-client-key", c.files.kubeletClientKey,
+		"--audit-policy-file", c.files.auditPolicy, "--audit-log-path", c.auditLogPath(),
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file", files.saPublic, "--service-account-signing-key-file", files.saKey,
+		"--service-account-key-file", c.files.saPublic, "--service-account-signing-key-file", c.files.saKey,
 		"--service-cluster-ip-range", "10.0.0.0/24",
 		"--endpoint-reconciler-type", "none", "--profiling=false")
 	if err != nil {
@@ -160,85 +183,78 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.api.waitFor(ctx, "kube-apiserver", c.URL+"/readyz", adminHTTP); err != nil {
+	if err := api.waitFor(ctx, "kube-apiserver", c.URL+"/readyz", adminHTTP); err != nil {
 		return nil, err
 	}
 	if c.Admin, err = kubernetes.NewForConfig(c.adminConfig); err != nil {
 		return nil, err
 	}
+	if err := c.setUpNodeBootstrap(ctx); err != nil {
+		return nil, err
+	}
+	if opts.Controllers {
+		if err := c.startControllers(ctx, bins, opts); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
-// binaries finds kube-apiserver and etcd.
-func binaries(opts Options) (apiserver, etcd string, err error) {
+// start starts a daemon of the cluster, its log in the cluster's
+// directory.
+func (c *Cluster) start(name, bin string, args ...string) (*daemon, error) {
+	d, err := startDaemon(filepath.Join(c.Dir, name+".log"), bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	c.daemons = append(c.daemons, d)
+	return d, nil
+}
+
+// binaries are the programs a cluster runs.
+type binaries struct {
+	etcd, apiserver, controllerManager, scheduler string
+}
+
+// findBinaries finds the programs opts asks for.
+func findBinaries(opts Options) (binaries, error) {
+	var b binaries
 	bin := opts.KubeBin
 	if bin == "" {
+		var err error
 		if bin, err = devnode.KubeToolsDir(); err != nil {
-			return "", "", fmt.Errorf("%w: %v; set %s", ErrPrerequisites, err, devnode.EnvKubeTools)
+			return b, fmt.Errorf("%w: %v; set %s", ErrPrerequisites, err, devnode.EnvKubeTools)
 		}
 	}
-	apiserver = filepath.Join(bin, "kube-apiserver")
-	if _, err := os.Stat(apiserver); err != nil {
-		return "", "", fmt.Errorf("%w: no kube-apiserver in %s; build it with `bash hack/kube-tools/build.sh` (or set KUBE_TOOLS_BIN)",
-			ErrPrerequisites, bin)
+	kube := []*string{&b.apiserver}
+	b.apiserver = filepath.Join(bin, "kube-apiserver")
+	if opts.Controllers {
+		b.controllerManager = filepath.Join(bin, "kube-controller-manager")
+		b.scheduler = filepath.Join(bin, "kube-scheduler")
+		kube = append(kube, &b.controllerManager, &b.scheduler)
 	}
-	etcd = opts.Etcd
-	if etcd == "" {
-		if etcd, err = exec.LookPath("etcd"); err != nil {
-			return "", "", fmt.Errorf("%w: no etcd on PATH; install Debian's etcd-server", ErrPrerequisites)
+	for _, path := range kube {
+		if _, err := os.Stat(*path); err != nil {
+			return b, fmt.Errorf("%w: no %s in %s; build it with `make kube-tools` (or set KUBE_TOOLS_BIN)",
+				ErrPrerequisites, filepath.Base(*path), bin)
 		}
 	}
-	return apiserver, etcd, nil
+	b.etcd = opts.Etcd
+	if b.etcd == "" {
+		var err error
+		if b.etcd, err = exec.LookPath("etcd"); err != nil {
+			return b, fmt.Errorf("%w: no etcd on PATH; install Debian's etcd-server", ErrPrerequisites)
+		}
+	}
+	return b, nil
 }
 
-// apiServerFiles are the API server's certificates and keys.
-type apiServerFiles struct {
-	ca, servingCert, servingKey, saKey, saPublic string
-}
-
-func (c *Cluster) writeAPIServerFiles() (apiServerFiles, error) {
-	pki := filepath.Join(c.Dir, "pki")
-	if err := os.MkdirAll(pki, 0o700); err != nil {
-		return apiServerFiles{}, err
-	}
-	f := apiServerFiles{ca: filepath.Join(pki, "ca.crt"), saKey: filepath.Join(pki, "sa.key"), saPublic: filepath.Join(pki, "sa.pub")}
-	if err := os.WriteFile(f.ca, c.CA.PEM, 0o644); err != nil {
-		return f, err
-	}
-	serving, err := c.CA.ServingCert("kube-apiserver", []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")})
-	if err != nil {
-		return f, err
-	}
-	if f.servingCert, f.servingKey, err = serving.WriteFiles(pki, "apiserver"); err != nil {
-		return f, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return f, err
-	}
-	private, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return f, err
-	}
-	public, err := x509.MarshalPKIXPublicKey(key.Public())
-	if err != nil {
-		return f, err
-	}
-	if err := os.WriteFile(f.saKey, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: private}), 0o600); err != nil {
-		return f, err
-	}
-	return f, os.WriteFile(f.saPublic, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: public}), 0o644)
-}
-
-// Close stops the API server, then etcd, by their PIDs, and removes the
-// cluster's directory.
+// Close stops the daemons by their PIDs, last started first, and removes
+// the cluster's directory.
 func (c *Cluster) Close() error {
 	var errs []error
-	for _, d := range []*daemon{c.api, c.etcd} {
-		if d != nil {
-			errs = append(errs, d.stop())
-		}
+	for _, d := range slices.Backward(c.daemons) {
+		errs = append(errs, d.stop())
 	}
 	if c.Dir != "" {
 		errs = append(errs, os.RemoveAll(c.Dir))

@@ -5,6 +5,7 @@ package devcluster
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// TestCluster starts a cluster, checks that RBAC grants and TokenRequest
-// tokens work as tests use them, and that Close leaves nothing.
+// TestCluster starts a cluster, checks that RBAC grants, TokenRequest
+// tokens and bootstrap tokens work as tests use them, that the audit log
+// records the requests, and that Close leaves nothing.
 func TestCluster(t *testing.T) {
 	c := StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -31,6 +33,16 @@ func TestCluster(t *testing.T) {
 		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 	if err != nil || !review.Status.Authenticated || review.Status.User.Username != "system:serviceaccount:default:reader" {
 		t.Fatalf("token review: %+v, %v", review.Status, err)
+	}
+
+	bootstrap, err := c.BootstrapToken(ctx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review, err = c.Admin.AuthenticationV1().TokenReviews().Create(ctx,
+		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: bootstrap}}, metav1.CreateOptions{})
+	if err != nil || !review.Status.Authenticated || !slices.Contains(review.Status.User.Groups, BootstrapGroup) {
+		t.Fatalf("bootstrap token review: %+v, %v", review.Status, err)
 	}
 
 	allowed := func(user, subresource, verb string) bool {
@@ -77,6 +89,20 @@ func TestCluster(t *testing.T) {
 		t.Error("the agent may list pods; it should only review")
 	}
 
+	events, err := c.AuditEvents("agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reviews int
+	for _, e := range events {
+		if e.ObjectRef != nil && e.ObjectRef.Resource == "tokenreviews" && e.ResponseStatus.Code == 201 {
+			reviews++
+		}
+	}
+	if reviews != 1 {
+		t.Errorf("the audit log has %d token reviews of the agent, want 1: %+v", reviews, events)
+	}
+
 	dir := c.Dir
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -84,7 +110,7 @@ func TestCluster(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("%s is left after Close: %v", dir, err)
 	}
-	for _, d := range []*daemon{c.api, c.etcd} {
+	for _, d := range c.daemons {
 		select {
 		case <-d.exited:
 		default:

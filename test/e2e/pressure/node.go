@@ -41,7 +41,8 @@ import (
 )
 
 const (
-	// NodeName is every test node's name.
+	// NodeName is a test node's name unless Options.NodeName says
+	// otherwise.
 	NodeName = "pressure-node"
 	// WaitTimeout bounds every wait: reaching it is a failure, not a timing
 	// assertion, so it is generous for a loaded 2-core VM.
@@ -57,6 +58,8 @@ type Plugin struct{ Kind, Name, Body string }
 
 // Options say how a node is set up.
 type Options struct {
+	// NodeName is the node's name; default NodeName.
+	NodeName string
 	// Plugins are the plugin blocks; nil: cgroup, eviction kubelet,
 	// imagegc lru and stats, each with its defaults.
 	Plugins []Plugin
@@ -76,7 +79,9 @@ func DefaultPlugins() []Plugin {
 type Node struct {
 	t   testing.TB
 	Dev *devnode.Node
-	CRI runtimeapi.RuntimeServiceClient
+	// Name is the node's name.
+	Name string
+	CRI  runtimeapi.RuntimeServiceClient
 
 	Dir, ConfigPath, RootDir, PodLogsDir string
 	PushSocket, HealthzAddr, CgroupRoot  string
@@ -99,7 +104,10 @@ func Start(t testing.TB, opts Options) *Node {
 	if opts.Plugins == nil {
 		opts.Plugins = DefaultPlugins()
 	}
-	n := &Node{t: t, opts: opts, log: &e2e.SyncBuffer{}}
+	if opts.NodeName == "" {
+		opts.NodeName = NodeName
+	}
+	n := &Node{t: t, Name: opts.NodeName, opts: opts, log: &e2e.SyncBuffer{}}
 	n.Dir = e2e.ShortTempDir(t)
 	// Runs after the core and the devnode are gone: a pod whose cleanup the
 	// core's stop cut short leaves its volumes mounted under the root dir.
@@ -142,7 +150,7 @@ func (n *Node) WriteConfig(plugins []Plugin) {
 	n.t.Helper()
 	var b strings.Builder
 	for _, kv := range [][2]string{
-		{"node_name", NodeName},
+		{"node_name", n.Name},
 		{"root_dir", n.RootDir},
 		{"pod_logs_dir", n.PodLogsDir},
 		{"container_logs_dir", filepath.Join(n.Dir, "container-logs")},
@@ -207,6 +215,19 @@ func (n *Node) startCore() {
 func (n *Node) RestartCore() {
 	n.t.Helper()
 	n.stopCore()
+	n.startCore()
+}
+
+// StopCore stops the core (SIGTERM; its pods keep running) until
+// StartCore, for tests of what others see while the node is down.
+func (n *Node) StopCore() {
+	n.t.Helper()
+	n.stopCore()
+}
+
+// StartCore starts a stopped core again on the current config.
+func (n *Node) StartCore() {
+	n.t.Helper()
 	n.startCore()
 }
 
@@ -319,7 +340,7 @@ func (n *Node) Pod(name string) *v1.Pod {
 		n.t.Fatalf("GET /pods: %v", err)
 	}
 	for i := range list.Items {
-		if list.Items[i].Name == name+"-"+NodeName {
+		if list.Items[i].Name == name+"-"+n.Name {
 			return &list.Items[i]
 		}
 	}
@@ -358,7 +379,7 @@ func (n *Node) Containers(uid types.UID) []*runtimeapi.Container {
 // name pushed): no running container, no ready sandbox.
 func (n *Node) WaitStopped(name string) {
 	n.t.Helper()
-	selector := map[string]string{"io.kubernetes.pod.name": name + "-" + NodeName}
+	selector := map[string]string{"io.kubernetes.pod.name": name + "-" + n.Name}
 	n.Eventually("nothing of pod "+name+" runs on the runtime", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/core/cluster/nodelease"
+	"github.com/microlet/microlet/core/cluster/nodestatus"
+	"github.com/microlet/microlet/core/config"
+)
+
+// runNodeStatus registers the node, keeps its status and, once it is
+// registered, renews its Lease, until ctx ends.
+func (a *Agent) runNodeStatus(ctx context.Context, c *cluster, p *pods) error {
+	cfg := a.cfg
+	reg := nodestatus.Registration{Labels: cfg.NodeLabels}
+	for _, s := range cfg.RegisterWithTaints {
+		taint, err := config.ParseTaint(s)
+		if err != nil {
+			return fmt.Errorf("register_with_taints: %w", err)
+		}
+		reg.Taints = append(reg.Taints, taint)
+	}
+	v := p.cri.RuntimeVersion()
+	updater := nodestatus.New(nodestatus.Options{
+		Client:       c.client,
+		NodeName:     cfg.NodeName,
+		Registration: reg,
+		Source: nodeFacts{p: p, cfg: cfg,
+			runtimeVersion: fmt.Sprintf("%s://%s", v.GetRuntimeName(), v.GetRuntimeVersion()),
+			kubeletVersion: nodestatus.KubeletVersion(moduleVersion("k8s.io/api"), Version)},
+		UpdateFrequency: cfg.NodeStatusUpdateFrequency,
+		ReportFrequency: cfg.NodeStatusReportFrequency,
+		Logger:          a.log.Named("nodestatus"),
+	})
+	lease := nodelease.New(nodelease.Options{
+		Client:          c.client,
+		NodeName:        cfg.NodeName,
+		DurationSeconds: int32(cfg.NodeLeaseDurationSeconds),
+		Node:            updater.Node,
+	})
+	go updater.Run(ctx)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-updater.Registered():
+			lease.Run(ctx)
+		}
+	}()
+	return nil
+}
+
+// nodeFacts are the node as the core measured it, for its status.
+type nodeFacts struct {
+	p                              *pods
+	cfg                            *config.Config
+	runtimeVersion, kubeletVersion string
+}
+
+func (f nodeFacts) Facts() nodestatus.Facts {
+	p := f.p
+	pressure := map[string]bool{}
+	for _, c := range p.eviction.Conditions() {
+		pressure[c.GetType()] = c.GetStatus() == "True"
+	}
+	return nodestatus.Facts{
+		Hostname:                f.cfg.NodeName,
+		NodeIPs:                 p.nodeIPs,
+		Capacity:                p.capacity.Resources(),
+		Allocatable:             p.cgroups.Allocatable(),
+		DeviceCapacity:          p.devices.Capacity(),
+		DeviceAllocatable:       p.devices.Allocatable(),
+		MachineID:               p.identity.MachineID,
+		SystemUUID:              p.identity.SystemUUID,
+		BootID:                  p.identity.BootID,
+		KernelVersion:           p.identity.KernelVersion,
+		OSImage:                 p.identity.OSImage,
+		ContainerRuntimeVersion: f.runtimeVersion,
+		KubeletVersion:          f.kubeletVersion,
+		KubeletPort:             int32(f.cfg.Port),
+		NotReady:                p.notReady(),
+		MemoryPressure:          pressure["MemoryPressure"],
+		DiskPressure:            pressure["DiskPressure"],
+		PIDPressure:             pressure["PIDPressure"],
+	}
+}
+
+func (f nodeFacts) Images(ctx context.Context) ([]*runtimeapi.Image, error) {
+	return f.p.cri.ListImages(ctx, nil)
+}
+
+// moduleVersion is the version of a module the binary was built with.
+func moduleVersion(path string) string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range info.Deps {
+			if m.Path == path {
+				return m.Version
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,203 @@
+package nodestatus
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+type fakeSource struct{ facts Facts }
+
+func (s *fakeSource) Facts() Facts { return s.facts }
+func (s *fakeSource) Images(context.Context) ([]*runtimeapi.Image, error) {
+	return []*runtimeapi.Image{{Id: "a", Size: 10, RepoTags: []string{"pause:3.10"}}}, nil
+}
+
+type updaterFixture struct {
+	client *fake.Clientset
+	clock  *clocktesting.FakeClock
+	source *fakeSource
+	u      *Updater
+	events []string
+}
+
+func newFixture(t *testing.T, objects ...*v1.Node) *updaterFixture {
+	f := &updaterFixture{client: fake.NewClientset(), clock: clocktesting.NewFakeClock(t0), source: &fakeSource{facts: readyFacts()}}
+	for _, n := range objects {
+		if err := f.client.Tracker().Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.u = New(Options{
+		Client: f.client, NodeName: "node-a", Source: f.source,
+		Registration:    Registration{Labels: map[string]string{"node.kubernetes.io/pool": "a"}},
+		UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute,
+		OnEvent: func(e Event) { f.events = append(f.events, e.Reason) },
+		Logger:  hclog.NewNullLogger(), Clock: f.clock,
+	})
+	return f
+}
+
+// requests are the API requests since the last call, as "verb resource[/sub]".
+func (f *updaterFixture) requests() []string {
+	var out []string
+	for _, a := range f.client.Actions() {
+		r := a.GetVerb() + " " + a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			r += "/" + a.GetSubresource()
+		}
+		out = append(out, r)
+	}
+	f.client.ClearActions()
+	return out
+}
+
+func (f *updaterFixture) node(t *testing.T) *v1.Node {
+	n, err := f.client.CoreV1().Nodes().Get(context.Background(), "node-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.client.ClearActions()
+	return n
+}
+
+func TestUpdaterRegistersAndPostsOnlyWhatChanged(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.u.sync(ctx)
+	if diff := cmp.Diff([]string{"create nodes"}, f.requests()); diff != "" {
+		t.Errorf("registration requests (-want +got):\n%s", diff)
+	}
+	select {
+	case <-f.u.Registered():
+	default:
+		t.Errorf("Registered not closed after registration")
+	}
+	n := f.node(t)
+	if n.Labels["node.kubernetes.io/pool"] != "a" || len(n.Status.Images) != 1 {
+		t.Errorf("registered node labels %v images %v", n.Labels, n.Status.Images)
+	}
+	if diff := cmp.Diff([]string{"NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"}, f.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+
+	// Unchanged: computed, not posted (the informer is not running here,
+	// so the Node is read from the API server).
+	f.clock.Step(10 * time.Second)
+	f.u.sync(ctx)
+	if diff := cmp.Diff([]string{"get nodes"}, f.requests()); diff != "" {
+		t.Errorf("unchanged status requests (-want +got):\n%s", diff)
+	}
+
+	// Changed: posted at once, with its event.
+	f.source.facts.NotReady = []error{errRuntimeDown}
+	f.clock.Step(10 * time.Second)
+	f.u.sync(ctx)
+	if diff := cmp.Diff([]string{"get nodes", "patch nodes/status"}, f.requests()); diff != "" {
+		t.Errorf("changed status requests (-want +got):\n%s", diff)
+	}
+	if c, _ := findCondition(f.node(t), v1.NodeReady); c.Status != v1.ConditionFalse || c.Message != errRuntimeDown.Error() {
+		t.Errorf("Ready = %+v", c)
+	}
+	if got := f.events[len(f.events)-1]; got != "NodeNotReady" {
+		t.Errorf("last event %s, want NodeNotReady", got)
+	}
+
+	// Unchanged past the report period (with its largest random delay).
+	f.clock.Step(5*time.Minute/2*3 + time.Second)
+	f.u.sync(ctx)
+	if diff := cmp.Diff([]string{"get nodes", "patch nodes/status"}, f.requests()); diff != "" {
+		t.Errorf("report period requests (-want +got):\n%s", diff)
+	}
+}
+
+func TestUpdaterReconcilesAnExistingNode(t *testing.T) {
+	existing, _ := InitialNode("node-a", Registration{}, readyFacts(), t0.Add(-time.Hour))
+	existing.Labels["team"] = "x"
+	delete(existing.Labels, v1.LabelHostname)
+	setType(existing, v1.NodeReady, v1.ConditionUnknown, "NodeStatusUnknown")
+	f := newFixture(t, existing)
+	f.u.sync(context.Background())
+	want := []string{"create nodes", "get nodes", "patch nodes/status", "get nodes", "patch nodes/status"}
+	if diff := cmp.Diff(want, f.requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	n := f.node(t)
+	if n.Labels["team"] != "x" || n.Labels[v1.LabelHostname] != "node-a" {
+		t.Errorf("labels %v", n.Labels)
+	}
+	if c, _ := findCondition(n, v1.NodeReady); c.Status != v1.ConditionTrue {
+		t.Errorf("Ready = %+v", c)
+	}
+	if got := f.events[len(f.events)-1]; got != "NodeReady" {
+		t.Errorf("last event %s, want NodeReady", got)
+	}
+}
+
+func TestUpdaterRegistersADeletedNodeAgain(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.u.sync(ctx)
+	first := f.node(t)
+	if err := f.client.CoreV1().Nodes().Delete(ctx, "node-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.client.ClearActions()
+	f.clock.Step(10 * time.Second)
+	f.u.sync(ctx)
+	if diff := cmp.Diff([]string{"get nodes", "create nodes"}, f.requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	again := f.node(t)
+	if again.Labels[v1.LabelHostname] != "node-a" || again.Name != first.Name {
+		t.Errorf("re-registered node %+v", again.ObjectMeta)
+	}
+}
+
+func TestUpdaterRetriesRegistration(t *testing.T) {
+	f := newFixture(t)
+	fails := 2
+	f.client.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtimeObject, error) {
+		if fails > 0 {
+			fails--
+			return true, nil, errServerDown
+		}
+		return false, nil, nil
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.u.sync(context.Background())
+	}()
+	for fails > 0 || !f.clock.HasWaiters() {
+		select {
+		case <-done:
+			t.Fatal("sync returned before registering")
+		default:
+		}
+		if f.clock.HasWaiters() {
+			f.clock.Step(registerBackoffMax)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.clock.Step(registerBackoffMax)
+	<-done
+	if _, err := f.client.CoreV1().Nodes().Get(context.Background(), "node-a", metav1.GetOptions{}); err != nil {
+		t.Errorf("not registered after retries: %v", err)
+	}
+}
+
+type runtimeObject = runtime.Object
+
+var errServerDown = errors.New("connection refused")

@@ -1,0 +1,176 @@
+//go:build e2e
+
+package clustere2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/e2e"
+	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
+)
+
+// nodeOptions say how a test's node joins.
+type nodeOptions struct {
+	// Name is the node's name; default: the test's name, made a DNS
+	// label, with a number.
+	Name string
+	// Settings are more top-level config keys, HCL values; they override
+	// the harness's.
+	Settings map[string]string
+	// Plugins and Images as in pressuree2e.Options.
+	Plugins []pressuree2e.Plugin
+	Images  []devnode.Image
+}
+
+// clusterNode is a microlet joined to the control plane.
+type clusterNode struct {
+	*pressuree2e.Node
+	// Secure is the node API's HTTPS base URL on 127.0.0.1.
+	Secure string
+	// CertDir is the node's cert_dir.
+	CertDir string
+	// Kubeconfig is the node's kubeconfig.
+	Kubeconfig string
+}
+
+// startNode starts a microlet node on a containerd of its own and joins
+// it to the control plane with a plain kubeconfig: a client certificate
+// of user system:node:<name>, group system:nodes, from the cluster's CA,
+// as TLS bootstrap would have issued. Its node API listens on a loopback
+// port with the kubelet's defaults in a kubeadm cluster: client
+// certificates of the cluster's CA, bearer tokens reviewed and requests
+// authorized by the API server, a self-signed serving pair in cert_dir.
+// Everything stops and goes when the test ends.
+func startNode(t testing.TB, opts nodeOptions) *clusterNode {
+	t.Helper()
+	c := cluster(t)
+	if opts.Name == "" {
+		opts.Name = nodeName(t)
+	}
+	dir := t.TempDir()
+	n := &clusterNode{CertDir: filepath.Join(dir, "pki")}
+	var err error
+	if n.Kubeconfig, err = c.NodeKubeconfig(opts.Name); err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, c.CA.PEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	n.Secure = fmt.Sprintf("https://127.0.0.1:%d", port)
+	settings := map[string]string{
+		"kubeconfig":     quote(n.Kubeconfig),
+		"cert_dir":       quote(n.CertDir),
+		"address":        `"127.0.0.1"`,
+		"port":           fmt.Sprint(port),
+		"authentication": fmt.Sprintf(`{ x509 = { client_ca_file = %s } }`, quote(caFile)),
+	}
+	for k, v := range opts.Settings {
+		settings[k] = v
+	}
+	n.Node = pressuree2e.Start(t, pressuree2e.Options{NodeName: opts.Name, Settings: settings,
+		Plugins: opts.Plugins, Images: opts.Images})
+	return n
+}
+
+// nodeSeq tells apart the nodes of one test.
+var nodeSeq atomic.Int64
+
+// nodeName is a node name for t: its name as a DNS label, and a number.
+func nodeName(t testing.TB) string {
+	name := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	return fmt.Sprintf("%.40s-%d", name, nodeSeq.Add(1))
+}
+
+var nonDNS = regexp.MustCompile(`[^a-z0-9]+`)
+
+// ServingChain is the certificate chain the node API presents, leaf first.
+func (n *clusterNode) ServingChain(t testing.TB) []*x509.Certificate {
+	t.Helper()
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(n.Secure, "https://"), &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatalf("node API: %v", err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates
+}
+
+// Get GETs a path of the node API with a bearer token, trusting the chain
+// the node presents now (self-signed or issued) and checking that it
+// names the node.
+func (n *clusterNode) Get(t testing.TB, path, token string) (int, string) {
+	t.Helper()
+	roots := x509.NewCertPool()
+	for _, c := range n.ServingChain(t) {
+		roots.AddCert(c)
+	}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: n.Name}}}
+	req, err := http.NewRequest(http.MethodGet, n.Secure+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// kubectl runs the control plane's kubectl as the cluster's admin and
+// returns its output; a failure fails the test.
+func kubectl(t testing.TB, args ...string) string {
+	t.Helper()
+	c := cluster(t)
+	kubeconfig, err := c.Kubeconfig("e2e-admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := devnode.KubeToolsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	port, err := e2e.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
