@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/microlet/microlet/core/cluster/events"
+	"github.com/microlet/microlet/core/cluster/nodestatus"
 )
 
 // startEvents gives the agent its event recorder: on a node of a cluster
@@ -22,4 +23,10 @@ func (a *Agent) startEvents(ctx context.Context, c *cluster) error {
 	a.nodeEvents = events.NewNode(a.recorder, a.cfg.NodeName)
 	a.nodeEvents.Starting()
 	return nil
+}
+
+// nodeStatusEvent records an event the node status calls for (NodeReady,
+// NodeHasSufficientMemory, Rebooted, ...).
+func (a *Agent) nodeStatusEvent(e nodestatus.Event) {
+	a.nodeEvents.Event(e.Type, e.Reason, e.Message)
 }

@@ -66,69 +66,15 @@ func TestNopAndOrNop(t *testing.T) {
 	}
 }
 
-func conditions(status ...v1.ConditionStatus) []v1.NodeCondition {
-	types := []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, v1.NodeReady}
-	var out []v1.NodeCondition
-	for i, s := range status {
-		out = append(out, v1.NodeCondition{Type: types[i], Status: s})
-	}
-	return out
-}
-
-func TestConditionTransitions(t *testing.T) {
-	F, T, U := v1.ConditionFalse, v1.ConditionTrue, v1.ConditionUnknown
-	for _, tc := range []struct {
-		name          string
-		before, after []v1.NodeCondition
-		want          []string
-	}{
-		{"registration: pressure conditions first seen, Ready not", nil, conditions(F, F, F, T), []string{
-			"Normal NodeHasSufficientMemory Node node1 status is now: NodeHasSufficientMemory",
-			"Normal NodeHasNoDiskPressure Node node1 status is now: NodeHasNoDiskPressure",
-			"Normal NodeHasSufficientPID Node node1 status is now: NodeHasSufficientPID",
-		}},
-		{"nothing changed", conditions(F, F, F, T), conditions(F, F, F, T), nil},
-		{"becomes ready", conditions(F, F, F, F), conditions(F, F, F, T), []string{"Normal NodeReady Node node1 status is now: NodeReady"}},
-		{"not ready when unknown", conditions(F, F, F, T), conditions(F, F, F, U), []string{"Normal NodeNotReady Node node1 status is now: NodeNotReady"}},
-		{"pressure", conditions(F, F, F, T), conditions(T, T, T, T), []string{
-			"Normal NodeHasInsufficientMemory Node node1 status is now: NodeHasInsufficientMemory",
-			"Normal NodeHasDiskPressure Node node1 status is now: NodeHasDiskPressure",
-			"Normal NodeHasInsufficientPID Node node1 status is now: NodeHasInsufficientPID",
-		}},
-		{"pressure relieved", conditions(T, F, F, T), conditions(F, F, F, T), []string{"Normal NodeHasSufficientMemory Node node1 status is now: NodeHasSufficientMemory"}},
-		{"unknown pressure records nothing", conditions(F), conditions(U), nil},
-		{"other conditions record nothing", nil, []v1.NodeCondition{{Type: "NetworkUnavailable", Status: T}}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rec := record.NewFakeRecorder(10)
-			NewNode(rec, "node1").ConditionTransitions(tc.before, tc.after)
-			got := eventstest.Drain(rec)
-			if len(got) != len(tc.want) {
-				t.Fatalf("events %q, want %q", got, tc.want)
-			}
-			for i := range got {
-				if got[i] != tc.want[i] {
-					t.Errorf("event %d: %q, want %q", i, got[i], tc.want[i])
-				}
-			}
-		})
-	}
-}
-
 func TestNodeEvents(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	rec.IncludeObject = true
 	n := NewNode(rec, "node1")
 	n.Starting()
-	n.BootID("", "b1")   // a new Node: no reboot
-	n.BootID("b1", "b1") // same boot
-	n.BootID("b0", "b1")
-	n.BootID("b0", "b1") // once per run
 	n.AllocatableEnforced("/kubepods", nil)
 	n.AllocatableEnforced("/kubepods", errors.New("device busy"))
 	want := []string{
 		"Normal Starting Starting kubelet. involvedObject{kind=Node,apiVersion=}",
-		"Warning Rebooted Node node1 has been rebooted, boot id: b1 involvedObject{kind=Node,apiVersion=}",
 		"Normal NodeAllocatableEnforced Updated Node Allocatable limit across pods involvedObject{kind=Node,apiVersion=}",
 		`Warning FailedNodeAllocatableEnforcement Failed to update Node Allocatable Limits "/kubepods": device busy involvedObject{kind=Node,apiVersion=}`,
 	}
