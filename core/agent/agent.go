@@ -86,14 +86,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	cluster, err := a.newCluster()
+	cluster, err := a.newCluster(ctx)
 	if err != nil {
 		return err
 	}
+	defer cluster.stop()
 	if err := a.startEvents(ctx, cluster); err != nil {
 		return err
 	}
-	pods, err := a.newPods(ctx, a.metrics)
+	pods, err := a.newPods(ctx, a.metrics, cluster)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/tls"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -22,15 +23,20 @@ func (a *Agent) newNodeAPI(p *pods, c *cluster) (*nodeapi.Server, error) {
 			return nil, fmt.Errorf("node API: %w", err)
 		}
 	}
+	var serving func() *tls.Certificate
+	if c != nil && c.serving != nil {
+		serving = c.serving.Current
+	}
 	return nodeapi.New(nodeapi.Options{
-		Config:   a.config,
-		Auth:     guard,
-		Healthz:  a.healthz,
-		Pods:     p.loop,
-		Runtime:  p.cri,
-		Stats:    p.stats,
-		Capacity: p.capacity,
-		Identity: p.identity,
+		Config:             a.config,
+		Auth:               guard,
+		ServingCertificate: serving,
+		Healthz:            a.healthz,
+		Pods:               p.loop,
+		Runtime:            p.cri,
+		Stats:              p.stats,
+		Capacity:           p.capacity,
+		Identity:           p.identity,
 		PodCgroup: func(uid types.UID) (string, bool) {
 			cgroup, _, ok := p.cgroups.PodCgroup(uid)
 			return cgroup, ok

@@ -52,11 +52,13 @@ type pods struct {
 	pleg       *pleg.PLEG
 	statuses   *status.Manager
 	loop       *syncloop.Loop
+	// api is the pod side of a cluster node; nil when standalone.
+	api *apiPods
 }
 
 // newPods connects to the runtime (waiting for it, as the kubelet does) and
 // builds the pod machinery; run starts it.
-func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, error) {
+func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *cluster) (*pods, error) {
 	cfg := a.cfg
 	client, err := cri.Connect(ctx, cri.Config{
 		RuntimeEndpoint: cfg.ContainerRuntimeEndpoint,
@@ -96,11 +98,21 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 	if err != nil {
 		return nil, err
 	}
+	if p.api, err = a.newAPIPods(c); err != nil {
+		return nil, err
+	}
+	if p.api != nil {
+		sources = append(sources, p.api.source)
+	}
 	if p.config, err = podconfig.New(a.log.Named("podconfig"), sources...); err != nil {
 		return nil, err
 	}
 	if err := a.newPressure(p, reg); err != nil {
 		return nil, err
+	}
+	admitters := []syncloop.Admitter{p.eviction}
+	if p.api != nil {
+		admitters = append(admitters, p.api.admitter)
 	}
 
 	p.runtime, err = podruntime.New(podruntime.Options{
@@ -147,7 +159,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer) (*pods, 
 		Reasons:      reasons,
 		Generator:    generator,
 		Health:       p.health,
-		Admitters:    []syncloop.Admitter{p.eviction, cgroupAdmitter{p.cgroups}, p.devices}, // devices last: it allocates
+		Admitters:    append(admitters, cgroupAdmitter{p.cgroups}, p.devices), // devices last: it allocates
 		Releasers:    []syncloop.Releaser{cgroupReleaser{p.cgroups}, p.devices},
 		OnActivePods: p.onActivePods,
 		MaxPods:      cfg.MaxPods,
@@ -231,6 +243,9 @@ func (p *pods) run(ctx context.Context) {
 	go p.loop.Run(ctx)
 	go p.gc.Run(ctx)
 	go p.eviction.Run(ctx)
+	if p.api != nil {
+		p.api.start(ctx, p)
+	}
 }
 
 // onActivePods follows the active pods with node-level resources. The loop

@@ -49,11 +49,15 @@ type Options struct {
 	// at New; /configz shows the one in force.
 	Config func() *config.Config
 	// Auth guards the secure port; required when it is on.
-	Auth    *auth.Auth
-	Healthz *healthz.Healthz
-	Pods    Pods
-	Runtime Runtime
-	Stats   *stats.Provider
+	Auth *auth.Auth
+	// ServingCertificate, when set, is the secure port's certificate
+	// issued by the API server (server_tls_bootstrap); while it returns
+	// nil the configured or self-signed pair serves.
+	ServingCertificate func() *tls.Certificate
+	Healthz            *healthz.Healthz
+	Pods               Pods
+	Runtime            Runtime
+	Stats              *stats.Provider
 	// Capacity is the machine's, for /spec/ and the machine metrics.
 	Capacity *machine.Capacity
 	// Identity is the machine's, for /spec/ and the machine metrics.
@@ -106,7 +110,7 @@ func (s *Server) Start() error {
 	}
 	var listeners []listener
 	if cfg.Port != 0 {
-		tlsConfig, err := serverTLS(cfg, s.opts.Auth, s.log)
+		tlsConfig, err := serverTLS(cfg, s.opts.Auth, s.opts.ServingCertificate, s.log)
 		if err != nil {
 			return err
 		}

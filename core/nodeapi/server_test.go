@@ -65,7 +65,7 @@ func TestServerTLS(t *testing.T) {
 	}
 	cfg := &config.Config{NodeName: "n", CertDir: t.TempDir(), TLSMinVersion: "VersionTLS13",
 		TLSCipherSuites: []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}}
-	c, err := serverTLS(cfg, withCA, hclog.NewNullLogger())
+	c, err := serverTLS(cfg, withCA, nil, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,42 @@ func TestServerTLS(t *testing.T) {
 	}
 
 	without, _ := auth.New(auth.Options{Mode: auth.ModeAlwaysAllow})
-	if c, _ := serverTLS(cfg, without, hclog.NewNullLogger()); c.ClientAuth != tls.NoClientCert || c.GetConfigForClient != nil {
+	if c, _ := serverTLS(cfg, without, nil, hclog.NewNullLogger()); c.ClientAuth != tls.NoClientCert || c.GetConfigForClient != nil {
 		t.Errorf("without a client CA: client auth %v", c.ClientAuth)
+	}
+}
+
+// TestServerTLSIssued checks that the self-signed pair serves until the
+// API server has issued a certificate, and that one after, with or
+// without SNI.
+func TestServerTLSIssued(t *testing.T) {
+	ca, _ := devcluster.NewCA("cluster")
+	pair, _ := ca.ServingCert("system:node:n", nil, []net.IP{net.ParseIP("127.0.0.1")})
+	issuedPair, err := pair.TLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var issued *tls.Certificate
+	without, _ := auth.New(auth.Options{Mode: auth.ModeAlwaysAllow})
+	cfg := &config.Config{NodeName: "n", CertDir: t.TempDir()}
+	c, err := serverTLS(cfg, without, func() *tls.Certificate { return issued }, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sni := range []string{"", "n"} {
+		got, err := c.GetCertificate(&tls.ClientHelloInfo{ServerName: sni})
+		if err != nil || got == nil || got.Leaf == nil || got.Leaf.Issuer.CommonName == "cluster" {
+			t.Errorf("SNI %q before issue: %v, %v; want the self-signed pair", sni, got, err)
+		}
+	}
+	issued = &issuedPair
+	if len(c.Certificates) != 0 {
+		t.Fatal("Certificates is set: crypto/tls would not ask GetCertificate without SNI")
+	}
+	for _, sni := range []string{"", "n"} {
+		if got, err := c.GetCertificate(&tls.ClientHelloInfo{ServerName: sni}); err != nil || got != issued {
+			t.Errorf("SNI %q after issue: %v; want the issued certificate", sni, err)
+		}
 	}
 }
 

@@ -26,8 +26,9 @@ const (
 // first start, for the node's name); the minimum version and cipher
 // suites; and, with a client CA, client certificates requested (not
 // required: bearer tokens and anonymous requests come without one) and the
-// CAs named in the handshake.
-func serverTLS(cfg *config.Config, a *auth.Auth, log hclog.Logger) (*tls.Config, error) {
+// CAs named in the handshake. issued, when set, is the certificate the API
+// server issued; the pair serves while it has none.
+func serverTLS(cfg *config.Config, a *auth.Auth, issued func() *tls.Certificate, log hclog.Logger) (*tls.Config, error) {
 	certFile, keyFile := cfg.TLSCertFile, cfg.TLSPrivateKeyFile
 	if certFile == "" {
 		var err error
@@ -40,6 +41,17 @@ func serverTLS(cfg *config.Config, a *auth.Auth, log hclog.Logger) (*tls.Config,
 		return nil, fmt.Errorf("node API serving certificate %s: %w", certFile, err)
 	}
 	out := &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"http/1.1"}}
+	if issued != nil {
+		// crypto/tls asks GetCertificate only without SNI when
+		// Certificates is empty: clients dialing an IP send none.
+		out.Certificates = nil
+		out.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if c := issued(); c != nil {
+				return c, nil
+			}
+			return &pair, nil
+		}
+	}
 	if cfg.TLSMinVersion != "" {
 		if out.MinVersion, err = cliflag.TLSVersion(cfg.TLSMinVersion); err != nil {
 			return nil, err

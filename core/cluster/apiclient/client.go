@@ -20,6 +20,9 @@ type Options struct {
 	ContentType string
 	// UserAgent names the agent in the API server's logs and metrics.
 	UserAgent string
+	// Credentials, when set, takes over the config's TLS credentials
+	// before the client is built from it (client certificate rotation).
+	Credentials func(*rest.Config) error
 }
 
 // RESTConfig reads the kubeconfig and applies the client settings.
@@ -46,6 +49,11 @@ func New(o Options) (kubernetes.Interface, *rest.Config, error) {
 	cfg, err := RESTConfig(o)
 	if err != nil {
 		return nil, nil, err
+	}
+	if o.Credentials != nil {
+		if err := o.Credentials(cfg); err != nil {
+			return nil, nil, err
+		}
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

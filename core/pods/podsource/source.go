@@ -16,12 +16,14 @@ import (
 )
 
 // Source names. They are also the kubernetes.io/config.source annotation of
-// the source's pods: "file" and "http" are upstream's; upstream has no push
-// source, and its pods say "push".
+// the source's pods: "file", "http" and "api" are upstream's; upstream has
+// no push source, and its pods say "push". The API server's source lives in
+// core/cluster/apisource.
 const (
-	FileSource = "file"
-	HTTPSource = "http"
-	PushSource = "push"
+	FileSource      = "file"
+	HTTPSource      = "http"
+	PushSource      = "push"
+	APIServerSource = "api"
 )
 
 // Op says how an Update changes its source's pods.

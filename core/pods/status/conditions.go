@@ -33,7 +33,9 @@ var conditionsByKubelet = []v1.PodConditionType{
 	v1.PodResizeInProgress, v1.PodResizePending, v1.PodReadyToStartContainers,
 }
 
-func isConditionByKubelet(t v1.PodConditionType) bool {
+// IsConditionByKubelet reports whether the node agent owns conditions of
+// type t: the API server's syncer writes them and keeps others'.
+func IsConditionByKubelet(t v1.PodConditionType) bool {
 	for _, c := range conditionsByKubelet {
 		if c == t {
 			return true
@@ -42,9 +44,9 @@ func isConditionByKubelet(t v1.PodConditionType) bool {
 	return false
 }
 
-// isConditionSharedByKubelet: conditions others set too, which the node
+// IsConditionSharedByKubelet: conditions others set too, which the node
 // agent may add (DisruptionTarget, on eviction).
-func isConditionSharedByKubelet(t v1.PodConditionType) bool { return t == v1.DisruptionTarget }
+func IsConditionSharedByKubelet(t v1.PodConditionType) bool { return t == v1.DisruptionTarget }
 
 // condition builds a kubelet-owned condition. observedGeneration is the
 // pod's generation, as upstream with PodObservedGenerationTracking on (its

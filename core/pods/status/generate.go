@@ -88,7 +88,7 @@ func (g *Generator) PodStatus(pod *v1.Pod, runtime *container.PodStatus, old v1.
 
 	s.Conditions = make([]v1.PodCondition, 0, len(pod.Status.Conditions)+5)
 	for _, c := range pod.Status.Conditions {
-		if !isConditionByKubelet(c.Type) {
+		if !IsConditionByKubelet(c.Type) {
 			s.Conditions = append(s.Conditions, c)
 		}
 	}

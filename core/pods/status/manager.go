@@ -271,7 +271,7 @@ func isPodStatusByKubeletEqual(old, status *v1.PodStatus) bool {
 	owned := func(conditions []v1.PodCondition) map[v1.PodConditionType]v1.PodCondition {
 		out := map[v1.PodConditionType]v1.PodCondition{}
 		for _, c := range conditions {
-			if isConditionByKubelet(c.Type) || isConditionSharedByKubelet(c.Type) {
+			if IsConditionByKubelet(c.Type) || IsConditionSharedByKubelet(c.Type) {
 				out[c.Type] = c
 			}
 		}

@@ -365,3 +365,10 @@ func (l *Loop) PodsWithStatus() []*v1.Pod {
 // Before that, a pod the loop does not know may only not be read yet (after
 // a restart of the core); once true it stays true.
 func (l *Loop) SourcesReady() bool { return l.sourcesReady.Load() }
+
+// CouldHaveRunningContainers says whether a pod may still have containers
+// on the node (the API status syncer holds a terminal phase back until it
+// cannot), as upstream's podDeletionSafety.
+func (l *Loop) CouldHaveRunningContainers(uid types.UID) bool {
+	return l.workers.CouldHaveRunningContainers(uid)
+}

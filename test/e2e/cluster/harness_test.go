@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/microlet/microlet/internal/devcluster"
 	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/e2e"
 	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
@@ -29,6 +33,11 @@ type nodeOptions struct {
 	// Name is the node's name; default: the test's name, made a DNS
 	// label, with a number.
 	Name string
+	// Cluster is the control plane to join; default the package's.
+	Cluster *devcluster.Cluster
+	// Bootstrap joins by TLS bootstrap: a bootstrap kubeconfig with a new
+	// bootstrap token, and a kubeconfig path with nothing there yet.
+	Bootstrap bool
 	// Settings are more top-level config keys, HCL values; they override
 	// the harness's.
 	Settings map[string]string
@@ -40,32 +49,51 @@ type nodeOptions struct {
 // clusterNode is a microlet joined to the control plane.
 type clusterNode struct {
 	*pressuree2e.Node
+	// Cluster is the control plane it joined.
+	Cluster *devcluster.Cluster
 	// Secure is the node API's HTTPS base URL on 127.0.0.1.
 	Secure string
 	// CertDir is the node's cert_dir.
 	CertDir string
 	// Kubeconfig is the node's kubeconfig.
 	Kubeconfig string
+	// readerToken is a service account's token allowed to read the node
+	// API's pods, made by the first CallAPIServer.
+	readerToken string
 }
 
 // startNode starts a microlet node on a containerd of its own and joins
 // it to the control plane with a plain kubeconfig: a client certificate
 // of user system:node:<name>, group system:nodes, from the cluster's CA,
-// as TLS bootstrap would have issued. Its node API listens on a loopback
+// as TLS bootstrap would have issued (or, with Bootstrap, by TLS
+// bootstrap). Its node API listens on a loopback
 // port with the kubelet's defaults in a kubeadm cluster: client
 // certificates of the cluster's CA, bearer tokens reviewed and requests
 // authorized by the API server, a self-signed serving pair in cert_dir.
 // Everything stops and goes when the test ends.
 func startNode(t testing.TB, opts nodeOptions) *clusterNode {
 	t.Helper()
-	c := cluster(t)
+	c := opts.Cluster
+	if c == nil {
+		c = cluster(t)
+	}
 	if opts.Name == "" {
 		opts.Name = nodeName(t)
 	}
 	dir := t.TempDir()
-	n := &clusterNode{CertDir: filepath.Join(dir, "pki")}
+	n := &clusterNode{Cluster: c, CertDir: filepath.Join(dir, "pki")}
+	settings := map[string]string{}
 	var err error
-	if n.Kubeconfig, err = c.NodeKubeconfig(opts.Name); err != nil {
+	if opts.Bootstrap {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		bootstrap, err := c.BootstrapKubeconfig(ctx, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settings["bootstrap_kubeconfig"] = quote(bootstrap)
+		n.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	} else if n.Kubeconfig, err = c.NodeKubeconfig(opts.Name); err != nil {
 		t.Fatal(err)
 	}
 	caFile := filepath.Join(dir, "ca.crt")
@@ -74,16 +102,14 @@ func startNode(t testing.TB, opts nodeOptions) *clusterNode {
 	}
 	port := freePort(t)
 	n.Secure = fmt.Sprintf("https://127.0.0.1:%d", port)
-	settings := map[string]string{
+	maps.Copy(settings, map[string]string{
 		"kubeconfig":     quote(n.Kubeconfig),
 		"cert_dir":       quote(n.CertDir),
 		"address":        `"127.0.0.1"`,
 		"port":           fmt.Sprint(port),
 		"authentication": fmt.Sprintf(`{ x509 = { client_ca_file = %s } }`, quote(caFile)),
-	}
-	for k, v := range opts.Settings {
-		settings[k] = v
-	}
+	})
+	maps.Copy(settings, opts.Settings)
 	n.Node = pressuree2e.Start(t, pressuree2e.Options{NodeName: opts.Name, Settings: settings,
 		Plugins: opts.Plugins, Images: opts.Images})
 	return n
@@ -137,6 +163,42 @@ func (n *clusterNode) Get(t testing.TB, path, token string) (int, string) {
 		t.Fatalf("GET %s: %v", path, err)
 	}
 	return resp.StatusCode, string(body)
+}
+
+// CallAPIServer makes the node call the API server with its client: a
+// GET of its node API's /pods with a service account's bearer token, which
+// the node reviews (TokenReview, SubjectAccessReview) with the API
+// server. It fails the test unless the node answers 200.
+func (n *clusterNode) CallAPIServer(t testing.TB) {
+	t.Helper()
+	if n.readerToken == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		account := n.Name + "-reader"
+		token, err := n.Cluster.ServiceAccountToken(ctx, "default", account)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: account}
+		if err := n.Cluster.GrantNodeAccess(ctx, account, subject, []string{"get"}, "proxy"); err != nil {
+			t.Fatal(err)
+		}
+		n.readerToken = token
+	}
+	if code, body := n.Get(t, "/pods", n.readerToken); code != http.StatusOK {
+		t.Fatalf("GET /pods with a service account's token: %d %s", code, body)
+	}
+}
+
+// APICalls are the requests of the node's client (user
+// system:node:<name>) that the API server has answered so far.
+func (n *clusterNode) APICalls(t testing.TB) []devcluster.AuditEvent {
+	t.Helper()
+	events, err := n.Cluster.AuditEvents("system:node:" + n.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
 }
 
 // kubectl runs the control plane's kubectl as the cluster's admin and

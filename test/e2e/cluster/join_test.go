@@ -3,13 +3,9 @@
 package clustere2e
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
-
-	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // TestNodeUsesItsClient joins a node with a client certificate and checks
@@ -19,30 +15,17 @@ import (
 // allows system:node:<name>, and the audit log shows those calls.
 func TestNodeUsesItsClient(t *testing.T) {
 	t.Parallel()
-	c := cluster(t)
 	n := startNode(t, nodeOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	n.CallAPIServer(t)
+	checkReviewedAsNode(t, n)
+}
 
-	account := n.Name + "-reader"
-	token, err := c.ServiceAccountToken(ctx, "default", account)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: account}
-	if err := c.GrantNodeAccess(ctx, account, subject, []string{"get"}, "proxy"); err != nil {
-		t.Fatal(err)
-	}
-	if code, body := n.Get(t, "/pods", token); code != http.StatusOK {
-		t.Fatalf("GET /pods with the service account's token: %d %s", code, body)
-	}
-
-	events, err := c.AuditEvents("system:node:" + n.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+// checkReviewedAsNode checks that the API server answered the node's
+// token and access reviews, made by microlet's client as the node.
+func checkReviewedAsNode(t *testing.T, n *clusterNode) {
+	t.Helper()
 	answered := map[string]int{}
-	for _, e := range events {
+	for _, e := range n.APICalls(t) {
 		if !strings.HasPrefix(e.UserAgent, "microlet/") {
 			t.Errorf("the node's client calls itself %q", e.UserAgent)
 		}

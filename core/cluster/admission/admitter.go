@@ -1,0 +1,51 @@
+package admission
+
+import (
+	"context"
+	"runtime"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/microlet/microlet/core/pods/syncloop"
+)
+
+// Admitter is the predicates as a syncloop admitter.
+type Admitter struct {
+	// Node is the node's Node object as the API server has it, or nil
+	// while it is not known (not registered or not read yet).
+	Node func() *v1.Node
+	// Initial stands in for the Node until it is known, as upstream's
+	// initialNode: the node's name, default labels and registration taints.
+	Initial *v1.Node
+}
+
+var _ syncloop.Admitter = (*Admitter)(nil)
+
+// Name names the admitter in logs.
+func (a *Admitter) Name() string { return "predicates" }
+
+// Admit runs the predicates.
+func (a *Admitter) Admit(_ context.Context, pod *v1.Pod, admitted []*v1.Pod) syncloop.Admission {
+	node := a.Node()
+	if node == nil {
+		node = a.Initial
+	}
+	if v := Check(pod, node, admitted); !v.Fits() {
+		return syncloop.Admission{Reason: v.Reason, Message: v.Message}
+	}
+	return syncloop.Admission{Admit: true}
+}
+
+// InitialNode is the Node the node agent would register, as far as the
+// predicates read it: name, the hostname/OS/arch labels and the taints.
+func InitialNode(name string, taints []v1.Taint) *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			v1.LabelHostname:   name,
+			v1.LabelOSStable:   runtime.GOOS,
+			v1.LabelArchStable: runtime.GOARCH,
+		}},
+		Spec: v1.NodeSpec{Taints: taints},
+	}
+}

@@ -1,0 +1,40 @@
+// Package thisnode watches the node's own Node object, which admission
+// (labels, taints) and mirror pods (the owner reference's UID) read, as
+// upstream's node lister restricted to the node's name.
+package thisnode
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/microlet/microlet/core/cluster/apiclient"
+)
+
+// Informer holds the latest Node object of the node.
+type Informer struct {
+	name     string
+	informer cache.SharedIndexInformer
+}
+
+// New makes the informer of the Node named name; Run starts it.
+func New(client kubernetes.Interface, name string) *Informer {
+	lw := apiclient.FieldSelected(client.CoreV1().Nodes(), "metadata.name", name)
+	return &Informer{name: name, informer: cache.NewSharedIndexInformer(lw, &v1.Node{}, 0, cache.Indexers{})}
+}
+
+// Run watches the Node until ctx ends.
+func (i *Informer) Run(ctx context.Context) { i.informer.Run(ctx.Done()) }
+
+// Get returns the Node as last seen, nil while it is unknown (not read yet,
+// not registered, or deleted). Callers must not modify it.
+func (i *Informer) Get() *v1.Node {
+	obj, ok, err := i.informer.GetStore().GetByKey(i.name)
+	if err != nil || !ok {
+		return nil
+	}
+	node, _ := obj.(*v1.Node)
+	return node
+}
