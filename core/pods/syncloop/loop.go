@@ -86,9 +86,9 @@ type Options struct {
 	SyncFrequency time.Duration
 	Logger        hclog.Logger
 	Registerer    prometheus.Registerer
-	// Recorder records the kubelet's pod events of syncing and
-	// terminating (NetworkNotReady, FailedKillPod, ExceededGracePeriod);
-	// nil records none.
+	// Recorder records the kubelet's pod events of admission (a refusal's
+	// reason, OutOfcpu say), syncing and terminating (NetworkNotReady,
+	// FailedKillPod, ExceededGracePeriod); nil records none.
 	Recorder events.Recorder
 }
 
@@ -281,6 +281,7 @@ func (l *Loop) admitAndStart(ctx context.Context, pod *v1.Pod) {
 		l.pending.remove(pod.UID)
 		l.rejected.insert(pod.UID)
 		l.log.Warn("pod rejected at admission", "pod", podName(pod), "admitter", by, "reason", verdict.Reason, "message", verdict.Message)
+		l.opts.Recorder.Eventf(pod, v1.EventTypeWarning, verdict.Reason, "%s", verdict.Message) // upstream's rejectPod
 		l.opts.Statuses.SetPodStatus(pod, status.RejectedStatus(pod, verdict.Reason, verdict.Message))
 	}
 }
