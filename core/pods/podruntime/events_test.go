@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/cluster/events/eventstest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -99,5 +101,39 @@ func TestFailedMountEvent(t *testing.T) {
 	want := `Warning FailedMount MountVolume.SetUp failed for volume "data" : hostPath type check failed: /nonexistent-microlet is not a directory`
 	if got := eventstest.Drain(rec); len(got) != 1 || got[0] != want {
 		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+// TestDNSEvents: a ClusterFirst pod on a node without cluster DNS is
+// upstream's MissingClusterDNS, on the node and on the pod; a DNS
+// configuration cut to the limits is DNSConfigForming.
+func TestDNSEvents(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	rec.IncludeObject = true
+	d := &dnsConfigurer{log: hclog.NewNullLogger(), events: rec, nodeRef: events.NodeRef("node-1")}
+	if _, err := d.podDNS(testPod()); err != nil {
+		t.Fatal(err)
+	}
+	pod := testPod(func(p *v1.Pod) {
+		p.Spec.DNSPolicy = v1.DNSNone
+		p.Spec.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4"}}
+	})
+	if _, err := d.podDNS(pod); err != nil {
+		t.Fatal(err)
+	}
+	const msg = `kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`
+	want := []string{
+		"Warning MissingClusterDNS " + msg + " involvedObject{kind=Node,apiVersion=}",
+		`Warning MissingClusterDNS pod: "web_default(uid-1)". ` + msg + " involvedObject{kind=,apiVersion=}",
+		"Warning DNSConfigForming Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 192.0.2.1 192.0.2.2 192.0.2.3 involvedObject{kind=,apiVersion=}",
+	}
+	got := eventstest.Drain(rec)
+	if len(got) != len(want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %q, want %q", got[i], want[i])
+		}
 	}
 }

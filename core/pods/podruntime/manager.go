@@ -184,7 +184,7 @@ func newManager(opts Options) (*Manager, error) {
 		nodeIPs:   nodeIPs,
 		events:    opts.Events,
 		crashLoop: newBackoff(containerBackOffPeriod, maxContainerBackOff, opts.Clock),
-		dns:       &dnsConfigurer{clusterDNS: clusterDNS, clusterDomain: opts.DNS.ClusterDomain, resolvConf: opts.DNS.ResolvConf, nodeIPs: nodeIPs, log: log},
+		dns:       &dnsConfigurer{clusterDNS: clusterDNS, clusterDomain: opts.DNS.ClusterDomain, resolvConf: opts.DNS.ResolvConf, nodeIPs: nodeIPs, log: log, events: opts.Events, nodeRef: events.NodeRef(opts.NodeName)},
 		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable, opts.Events),
 		metrics:   met,
 	}
