@@ -10,10 +10,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/cluster/events/eventstest"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // TestImageEvents: the image manager's events, with upstream's reasons and
