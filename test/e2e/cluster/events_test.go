@@ -62,7 +62,7 @@ func TestEventsVisibleWithKubectl(t *testing.T) {
 	waitForReasons(t, n, "the local pod's Killing event", podEvents(t, local), "Killing")
 
 	nodeEvents := func() []v1.Event {
-		return kubectlEvents(t, "default", "involvedObject.kind=Node,involvedObject.name="+n.Name)
+		return listEvents(t, "default", "involvedObject.kind=Node,involvedObject.name="+n.Name)
 	}
 	waitForReasons(t, n, "the node's events", nodeEvents, "Starting", "NodeReady", "NodeHasSufficientMemory")
 	t.Logf("the node's events:\n%s", kubectl(t, "get", "events", "--field-selector", "involvedObject.kind=Node,involvedObject.name="+n.Name))
@@ -114,18 +114,17 @@ func checkPodEvents(t *testing.T, n *clusterNode, pod *v1.Pod) {
 // has no object in the API).
 func podEvents(t *testing.T, pod *v1.Pod) func() []v1.Event {
 	return func() []v1.Event {
-		return kubectlEvents(t, pod.Namespace, "involvedObject.kind=Pod,involvedObject.name="+pod.Name)
+		return listEvents(t, pod.Namespace, "involvedObject.kind=Pod,involvedObject.name="+pod.Name)
 	}
 }
 
-// kubectlEvents are the events `kubectl get events` lists in namespace
-// with a field selector.
-func kubectlEvents(t *testing.T, namespace, selector string) []v1.Event {
+// listEvents are the events in namespace with a field selector, read
+// as kubectl reads them (the same list call, without a process per poll).
+func listEvents(t *testing.T, namespace, selector string) []v1.Event {
 	t.Helper()
-	var list v1.EventList
-	out := kubectl(t, "get", "events", "-n", namespace, "--field-selector", selector, "-o", "json")
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatalf("kubectl get events -o json: %v", err)
+	list, err := cluster(t).Admin.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{FieldSelector: selector})
+	if err != nil {
+		t.Fatalf("list events: %v", err)
 	}
 	return list.Items
 }
