@@ -22,7 +22,7 @@ BUNDLE       := $(OUT)/microlet-plugins
 EXAMPLE_DIRS := $(sort $(dir $(wildcard examples/plugins/microlet-*/main.go)))
 EXAMPLE_BINS := $(foreach d,$(EXAMPLE_DIRS),$(OUT)/$(notdir $(d:/=)))
 
-.PHONY: all build core plugins builtin-plugins test test-unit test-e2e proto proto-lint proto-breaking tools kube-tools bench run clean
+.PHONY: all build core plugins builtin-plugins test test-unit test-e2e proto proto-lint proto-breaking tools kube-tools bench run cluster clean
 
 all: build
 
@@ -109,6 +109,13 @@ bench: build kube-tools
 run: build
 	$(GO) build -o $(TOOLS)/microlet-run ./hack/run
 	$(TOOLS)/microlet-run -bin $(OUT) -manifests examples/manifests
+
+# A cluster on this machine: a control plane on loopback (etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler) and one microlet
+# node that joins it by TLS bootstrap. Needs root. Ctrl-C stops everything.
+cluster: build kube-tools
+	$(GO) build -o $(TOOLS)/microlet-cluster ./hack/cluster
+	$(TOOLS)/microlet-cluster -bin $(OUT) -manifests examples/manifests
 
 clean:
 	rm -rf $(CURDIR)/_output

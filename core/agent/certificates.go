@@ -41,7 +41,7 @@ func (a *Agent) clientCredentials(c *cluster) func(*rest.Config) error {
 	}
 	return func(restConfig *rest.Config) error {
 		stop, err := certificates.RotateClient(restConfig, certificates.ClientOptions{
-			CertDir: cfg.CertDir, NodeName: cfg.NodeName, Logger: a.log.Named("certificates"),
+			CertDir: cfg.CertDir, NodeName: cfg.NodeName, Logger: a.log.Named("certificates"), Metrics: a.metrics,
 		})
 		if err != nil {
 			return err
@@ -73,7 +73,7 @@ func (a *Agent) startServingCertificate(c *cluster) error {
 	}
 	m, err := certificates.NewServing(certificates.ServingOptions{
 		Client: c.client, CertDir: cfg.CertDir, NodeName: cfg.NodeName,
-		Hostname: hostname, IPs: ips, Logger: a.log.Named("certificates"),
+		Hostname: hostname, IPs: ips, Logger: a.log.Named("certificates"), Metrics: a.metrics,
 	})
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -247,6 +248,14 @@ func findBinaries(opts Options) (binaries, error) {
 		}
 	}
 	return b, nil
+}
+
+// LogTails writes the end of each daemon's log to w: what a failed test
+// shows of the control plane, whose directory Close removes.
+func (c *Cluster) LogTails(w io.Writer) {
+	for _, d := range c.daemons {
+		fmt.Fprintf(w, "--- the end of %s:\n%s\n", d.logPath, d.logTail())
+	}
 }
 
 // Close stops the daemons by their PIDs, last started first, and removes

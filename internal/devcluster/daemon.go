@@ -99,7 +99,7 @@ func (d *daemon) stop() error {
 	}
 }
 
-// logTail is the end of the daemon's log, for errors.
+// logTail is the end of the daemon's log (30 lines), for errors.
 func (d *daemon) logTail() string {
 	data, err := os.ReadFile(d.logPath)
 	if err != nil {

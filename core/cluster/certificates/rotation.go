@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -28,6 +29,8 @@ type ClientOptions struct {
 	CertDir  string
 	NodeName string
 	Logger   hclog.Logger
+	// Metrics gets the kubelet's client certificate metrics; nil: none.
+	Metrics prometheus.Registerer
 }
 
 // RotateClient makes cfg's client certificate rotate, as the kubelet's
@@ -57,7 +60,8 @@ func RotateClient(cfg *rest.Config, o ClientOptions) (stop func(), err error) {
 	// The manager asks for renewals through cfg itself, with the
 	// certificate it is renewing.
 	rotating := rest.CopyConfig(cfg)
-	manager, err := certificate.NewManager(&certificate.Config{
+	metrics := clientMetrics()
+	manager, err := certificate.NewManager(metrics.config(&certificate.Config{
 		ClientsetFn: func(*tls.Certificate) (kubernetes.Interface, error) { return kubernetes.NewForConfig(rotating) },
 		Template: &x509.CertificateRequest{Subject: pkix.Name{
 			CommonName: "system:node:" + o.NodeName, Organization: []string{"system:nodes"}}},
@@ -67,9 +71,12 @@ func RotateClient(cfg *rest.Config, o ClientOptions) (stop func(), err error) {
 		BootstrapCertificatePEM: cfg.CertData,
 		BootstrapKeyPEM:         cfg.KeyData,
 		Name:                    "client",
-	})
+	}))
 	if err != nil {
 		return nil, fmt.Errorf("client certificate manager: %w", err)
+	}
+	if err := metrics.register(o.Metrics, "client", manager); err != nil {
+		return nil, err
 	}
 	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
 	tlsConfig.Certificates = nil

@@ -8,6 +8,7 @@ import (
 	"net"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/certificate"
@@ -27,6 +28,8 @@ type ServingOptions struct {
 	Hostname string
 	IPs      []net.IP
 	Logger   hclog.Logger
+	// Metrics gets the kubelet's serving certificate metrics; nil: none.
+	Metrics prometheus.Registerer
 }
 
 // NewServing starts the manager of the node API's serving certificate, as
@@ -45,7 +48,8 @@ func NewServing(o ServingOptions) (certificate.Manager, error) {
 	if o.Hostname != "" {
 		names = []string{o.Hostname}
 	}
-	m, err := certificate.NewManager(&certificate.Config{
+	metrics := servingMetrics()
+	m, err := certificate.NewManager(metrics.config(&certificate.Config{
 		ClientsetFn: func(*tls.Certificate) (kubernetes.Interface, error) { return o.Client, nil },
 		Template: &x509.CertificateRequest{
 			Subject:  pkix.Name{CommonName: "system:node:" + o.NodeName, Organization: []string{"system:nodes"}},
@@ -55,9 +59,12 @@ func NewServing(o ServingOptions) (certificate.Manager, error) {
 		GetUsages:        certificate.DefaultKubeletServingGetUsages,
 		CertificateStore: store,
 		Name:             "serving",
-	})
+	}))
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate manager: %w", err)
+	}
+	if err := metrics.register(o.Metrics, "server", m); err != nil {
+		return nil, err
 	}
 	m.Start()
 	if m.Current() == nil {

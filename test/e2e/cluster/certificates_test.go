@@ -105,6 +105,16 @@ func TestClientCertificateRotation(t *testing.T) {
 	})
 	n.CallAPIServer(t)
 	checkReviewedAsNode(t, n)
+	checkTTLMetric(t, n, "kubelet_certificate_manager_client_ttl_seconds", rotationSigningDuration)
+}
+
+// checkTTLMetric checks that the node's /metrics has the kubelet's TTL
+// gauge of a certificate, within what the signer gives.
+func checkTTLMetric(t *testing.T, n *clusterNode, name string, max time.Duration) {
+	t.Helper()
+	if ttl, ok := n.Metric(name, nil); !ok || ttl <= 0 || ttl > max.Seconds() {
+		t.Errorf("%s = %v (found %v), want within (0, %v]", name, ttl, ok, max.Seconds())
+	}
 }
 
 // TestServingCertificate starts a node with server_tls_bootstrap: its node
@@ -155,6 +165,7 @@ func TestServingCertificate(t *testing.T) {
 	n.Eventually("the node API serves the issued certificate", func() (bool, string) {
 		return servesIssued(c, n), fmt.Sprintf("serving %s", n.ServingChain(t)[0].Subject)
 	})
+	checkTTLMetric(t, n, "kubelet_certificate_manager_server_ttl_seconds", 24*time.Hour)
 
 	n.RestartCore()
 	if !servesIssued(c, n) {

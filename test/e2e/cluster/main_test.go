@@ -46,6 +46,9 @@ func run(m *testing.M) int {
 	}
 	controlPlane, controlPlaneErr = c, err
 	code := pressuree2e.Main(m)
+	if c != nil && code != 0 {
+		c.LogTails(os.Stderr)
+	}
 	if c != nil {
 		if err := c.Close(); err != nil {
 			fmt.Fprintf(os.Stderr, "control plane: close: %v\n", err)
