@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 )
 
 const (
@@ -46,6 +48,13 @@ func Start(ctx context.Context, restConfig *rest.Config, nodeName string, log hc
 
 // start records to sink; tests give it a fake clientset's.
 func start(ctx context.Context, sink record.EventSink, nodeName string, log hclog.Logger) *Broadcaster {
+	// client-go logs each failed attempt to send an event through the
+	// context's logger (klog's on stderr otherwise): while the API server is
+	// down, a line per event every 10 s. They go to debug level: an outage
+	// is worth a line, not one per event.
+	ctx = klog.NewContext(ctx, funcr.New(func(prefix, args string) {
+		log.Debug("event recorder: " + args)
+	}, funcr.Options{}))
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartRecordingToSink(sink)
 	b.StartEventWatcher(func(e *v1.Event) {

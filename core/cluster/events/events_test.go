@@ -1,8 +1,11 @@
 package events
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,4 +122,49 @@ func TestBroadcasterSendsCorrelatedEvents(t *testing.T) {
 	if got.Reason != StartingKubelet || got.InvolvedObject.Kind != "Node" || got.InvolvedObject.Name != "node1" || got.InvolvedObject.UID != "node1" {
 		t.Errorf("event %+v", got)
 	}
+}
+
+// failingSink is an API server that cannot be reached.
+type failingSink struct{}
+
+func (failingSink) Create(*v1.Event) (*v1.Event, error) { return nil, errors.New("connection refused") }
+func (failingSink) Update(*v1.Event) (*v1.Event, error) { return nil, errors.New("connection refused") }
+func (failingSink) Patch(*v1.Event, []byte) (*v1.Event, error) {
+	return nil, errors.New("connection refused")
+}
+
+// TestSendFailuresLogAtDebug: client-go's line for an event it could not
+// send goes to the agent's log at debug level, not to stderr.
+func TestSendFailuresLogAtDebug(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug})
+	b := start(ctx, failingSink{}, "node1", log)
+	defer b.Shutdown()
+	NewNode(b.Recorder(), "node1").Starting()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(out.String(), "[DEBUG] event recorder: ") && strings.Contains(out.String(), "Unable to write event"), nil
+	})
+	if err != nil {
+		t.Errorf("no debug line for the failed event: %v\n%s", err, out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
 }
