@@ -6,16 +6,21 @@ import (
 	"runtime/debug"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/microlet/microlet/core/cluster/nodelease"
 	"github.com/microlet/microlet/core/cluster/nodestatus"
 	"github.com/microlet/microlet/core/config"
+	"github.com/microlet/microlet/core/logging"
 )
 
 // runNodeStatus registers the node, keeps its status and, once it is
 // registered, renews its Lease, until ctx ends.
 func (a *Agent) runNodeStatus(ctx context.Context, c *cluster, p *pods) error {
 	cfg := a.cfg
+	// client-go's and the lease controller's own lines (every retry while
+	// the API server is away) are for debugging; the updater logs outages.
+	ctx = klog.NewContext(ctx, logging.DebugLogr(a.log.Named("nodestatus")))
 	reg := nodestatus.Registration{Labels: cfg.NodeLabels}
 	for _, s := range cfg.RegisterWithTaints {
 		taint, err := config.ParseTaint(s)

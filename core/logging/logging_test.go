@@ -3,6 +3,7 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -97,4 +98,23 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+func TestDebugLogr(t *testing.T) {
+	var out strings.Builder
+	l := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug})
+	log := DebugLogr(l).WithName("lease").WithValues("node", "a")
+	log.Error(errors.New("connection refused"), "Failed to update lease")
+	log.V(2).Info("detail")
+	got := out.String()
+	for _, want := range []string{"[DEBUG] lease: Failed to update lease: node=a error=\"connection refused\"", "[DEBUG] lease: detail: node=a"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log %q lacks %q", got, want)
+		}
+	}
+	out.Reset()
+	DebugLogr(hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Info})).Error(errors.New("x"), "hidden")
+	if out.Len() != 0 {
+		t.Errorf("logged at info level: %q", out.String())
+	}
 }

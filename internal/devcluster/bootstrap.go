@@ -89,17 +89,6 @@ func (c *Cluster) writeKubeconfig(name string, user *clientcmdapi.AuthInfo) (str
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	// Written aside and renamed: parallel tests write the same user's file
-	// while others' kubectl reads it, and a truncated file is no config.
 	path := filepath.Join(dir, name+".kubeconfig")
-	tmp, err := os.CreateTemp(dir, name+".kubeconfig.*")
-	if err != nil {
-		return "", err
-	}
-	_ = tmp.Close()
-	if err := clientcmd.WriteToFile(*cfg, tmp.Name()); err != nil {
-		_ = os.Remove(tmp.Name())
-		return "", err
-	}
-	return path, os.Rename(tmp.Name(), path)
+	return path, clientcmd.WriteToFile(*cfg, path)
 }

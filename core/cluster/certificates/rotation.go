@@ -4,9 +4,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -44,7 +46,10 @@ type ClientOptions struct {
 // cfg after RotateClient. The returned func stops the rotation.
 func RotateClient(cfg *rest.Config, o ClientOptions) (stop func(), err error) {
 	if cfg.Transport != nil || cfg.Dial != nil {
-		return nil, fmt.Errorf("client certificate rotation: the API client already has a transport")
+		return nil, errors.New("client certificate rotation: the API client already has a transport")
+	}
+	if err := os.MkdirAll(o.CertDir, 0o700); err != nil {
+		return nil, fmt.Errorf("cert_dir: %w", err)
 	}
 	store, err := certificate.NewFileStore(clientPairName, o.CertDir, o.CertDir, cfg.CertFile, cfg.KeyFile)
 	if err != nil {

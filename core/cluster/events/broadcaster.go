@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -12,6 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/microlet/microlet/core/logging"
 )
 
 const (
@@ -52,9 +53,7 @@ func start(ctx context.Context, sink record.EventSink, nodeName string, log hclo
 	// context's logger (klog's on stderr otherwise): while the API server is
 	// down, a line per event every 10 s. They go to debug level: an outage
 	// is worth a line, not one per event.
-	ctx = klog.NewContext(ctx, funcr.New(func(prefix, args string) {
-		log.Debug("event recorder: " + args)
-	}, funcr.Options{}))
+	ctx = klog.NewContext(ctx, logging.DebugLogr(log))
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartRecordingToSink(sink)
 	b.StartEventWatcher(func(e *v1.Event) {

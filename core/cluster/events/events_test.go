@@ -144,7 +144,7 @@ func TestSendFailuresLogAtDebug(t *testing.T) {
 	defer b.Shutdown()
 	NewNode(b.Recorder(), "node1").Starting()
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return strings.Contains(out.String(), "[DEBUG] event recorder: ") && strings.Contains(out.String(), "Unable to write event"), nil
+		return strings.Contains(out.String(), "[DEBUG] Unable to write event"), nil
 	})
 	if err != nil {
 		t.Errorf("no debug line for the failed event: %v\n%s", err, out.String())

@@ -61,6 +61,18 @@ func (s *reportSchedule) posted(now time.Time, changed bool, random float64) {
 	s.last = now
 }
 
+// holdNotReady says whether a NotReady status is kept back: until the
+// first post after a start, for at most one update period, while the
+// checks that make the node Ready (the runtime's first status poll, PLEG's
+// first relist) complete. Posting it would turn a Node that was Ready
+// before a restart NotReady for a moment, and the node lifecycle
+// controller marks every pod of a node NotReady on that. The kubelet posts
+// it; nothing is lost by waiting, since a Ready node is posted at once and
+// a node still not ready is posted when the period ends.
+func holdNotReady(postedSinceStart bool, sinceStart, period time.Duration, ready bool) bool {
+	return !ready && !postedSinceStart && sinceStart < period
+}
+
 // Images are the node's images as its status lists them: the 50 largest,
 // each with up to five names, digests first (the kubelet's Images setter
 // over its image manager's list, which is sorted by size).

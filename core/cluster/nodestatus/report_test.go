@@ -110,3 +110,26 @@ func TestImages(t *testing.T) {
 		t.Errorf("no images listed as a non-nil list")
 	}
 }
+
+func TestHoldNotReady(t *testing.T) {
+	const period = 10 * time.Second
+	tests := []struct {
+		name             string
+		postedSinceStart bool
+		sinceStart       time.Duration
+		ready            bool
+		want             bool
+	}{
+		{name: "starting, not ready yet: held", sinceStart: time.Second, want: true},
+		{name: "starting, ready: posted", sinceStart: time.Second, ready: true},
+		{name: "not ready after a whole period: posted", sinceStart: period},
+		{name: "posted since start: a later NotReady is news", postedSinceStart: true, sinceStart: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := holdNotReady(tt.postedSinceStart, tt.sinceStart, period, tt.ready); got != tt.want {
+				t.Errorf("holdNotReady = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}

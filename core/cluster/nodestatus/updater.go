@@ -77,8 +77,12 @@ type Updater struct {
 	schedule    reportSchedule
 	devices     sets.Set[v1.ResourceName]
 	readyPosted bool
+	// failing is set from the first failed request of an outage to the
+	// next success: an outage is logged once.
+	failing bool
 
 	firstRegistration chan struct{}
+	started           time.Time
 }
 
 // New builds an updater; its informer on the node's own Node starts with Run.
@@ -126,7 +130,8 @@ func (u *Updater) Node() (*v1.Node, bool) {
 // changed (or the report period passed), and registers it again when it is
 // deleted, until ctx ends.
 func (u *Updater) Run(ctx context.Context) {
-	go u.informer.Run(ctx.Done())
+	u.started = u.clock.Now()
+	go u.informer.RunWithContext(ctx)
 	tick := u.clock.NewTicker(u.opts.UpdateFrequency)
 	defer tick.Stop()
 	readyCheck := u.clock.NewTicker(readyCheckPeriod)
@@ -174,7 +179,26 @@ func (u *Updater) sync(ctx context.Context) {
 		err = u.updateStatus(ctx)
 	}
 	if err != nil {
-		u.log.Error("node status not posted; retrying next period", "error", err)
+		u.failed("node status not posted; retrying every update period", err)
+	}
+}
+
+// failed logs the first failure of an outage as an error, the others only
+// for debugging: the API server may be away for minutes.
+func (u *Updater) failed(msg string, err error) {
+	if u.failing {
+		u.log.Debug(msg, "node", u.opts.NodeName, "error", err)
+		return
+	}
+	u.failing = true
+	u.log.Error(msg, "node", u.opts.NodeName, "error", err)
+}
+
+// succeeded ends an outage.
+func (u *Updater) succeeded() {
+	if u.failing {
+		u.failing = false
+		u.log.Info("the API server answers again", "node", u.opts.NodeName)
 	}
 }
 
@@ -187,6 +211,7 @@ func (u *Updater) register(ctx context.Context) (created, ok bool) {
 	for wait := registerBackoffStart; ; wait = min(2*wait, registerBackoffMax) {
 		created, err := u.tryRegister(ctx)
 		if err == nil {
+			u.succeeded()
 			u.registered = true
 			select {
 			case <-u.firstRegistration:
@@ -195,7 +220,7 @@ func (u *Updater) register(ctx context.Context) (created, ok bool) {
 			}
 			return created, true
 		}
-		u.log.Error("registering the node failed; retrying", "node", u.opts.NodeName, "error", err, "wait", wait)
+		u.failed("registering the node failed; retrying", err)
 		select {
 		case <-ctx.Done():
 			return false, false
@@ -253,6 +278,10 @@ func (u *Updater) updateStatus(ctx context.Context) error {
 		if !u.schedule.due(now, changed) {
 			return nil
 		}
+		ready, _ := findCondition(node, v1.NodeReady)
+		if holdNotReady(!u.schedule.last.Before(u.started), now.Sub(u.started), u.opts.UpdateFrequency, ready.Status == v1.ConditionTrue) {
+			return nil
+		}
 		updated, _, err := nodeutil.PatchNodeStatus(u.opts.Client.CoreV1(), types.NodeName(u.opts.NodeName), base, node)
 		if apierrors.IsNotFound(err) {
 			return errNodeGone
@@ -261,6 +290,7 @@ func (u *Updater) updateStatus(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
+		u.succeeded()
 		u.posted(now, changed, updated, f, events)
 		return nil
 	}

@@ -3,6 +3,8 @@ package nodestatus
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,10 +169,9 @@ func TestUpdaterRegistersADeletedNodeAgain(t *testing.T) {
 
 func TestUpdaterRetriesRegistration(t *testing.T) {
 	f := newFixture(t)
-	fails := 2
+	var failures atomic.Int32
 	f.client.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtimeObject, error) {
-		if fails > 0 {
-			fails--
+		if failures.Add(1) <= 2 {
 			return true, nil, errServerDown
 		}
 		return false, nil, nil
@@ -180,19 +181,20 @@ func TestUpdaterRetriesRegistration(t *testing.T) {
 		defer close(done)
 		f.u.sync(context.Background())
 	}()
-	for fails > 0 || !f.clock.HasWaiters() {
+	// Each retry waits on the clock: move it on until sync returns.
+	for registered := false; !registered; {
 		select {
 		case <-done:
-			t.Fatal("sync returned before registering")
-		default:
+			registered = true
+		case <-time.After(time.Millisecond):
+			if f.clock.HasWaiters() {
+				f.clock.Step(registerBackoffMax)
+			}
 		}
-		if f.clock.HasWaiters() {
-			f.clock.Step(registerBackoffMax)
-		}
-		time.Sleep(time.Millisecond)
 	}
-	f.clock.Step(registerBackoffMax)
-	<-done
+	if n := failures.Load(); n != 3 {
+		t.Errorf("%d create attempts, want 3", n)
+	}
 	if _, err := f.client.CoreV1().Nodes().Get(context.Background(), "node-a", metav1.GetOptions{}); err != nil {
 		t.Errorf("not registered after retries: %v", err)
 	}
@@ -201,3 +203,71 @@ func TestUpdaterRetriesRegistration(t *testing.T) {
 type runtimeObject = runtime.Object
 
 var errServerDown = errors.New("connection refused")
+
+// TestUpdaterLogsAnOutageOnce: while the API server refuses, each period's
+// failure is logged for debugging only after the first.
+func TestUpdaterLogsAnOutageOnce(t *testing.T) {
+	f := newFixture(t)
+	var out strings.Builder
+	f.u.log = hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Info})
+	ctx := context.Background()
+	f.u.sync(ctx)
+	down := true
+	f.client.PrependReactor("*", "nodes", func(k8stesting.Action) (bool, runtimeObject, error) {
+		if down {
+			return true, nil, errServerDown
+		}
+		return false, nil, nil
+	})
+	f.source.facts.MemoryPressure = true // a change to post
+	for range 3 {
+		f.clock.Step(10 * time.Second)
+		f.u.sync(ctx)
+	}
+	down = false
+	f.clock.Step(10 * time.Second)
+	f.u.sync(ctx)
+	if n := strings.Count(out.String(), "[ERROR]"); n != 1 {
+		t.Errorf("%d error lines for one outage, want 1:\n%s", n, out.String())
+	}
+	if !strings.Contains(out.String(), "the API server answers again") {
+		t.Errorf("the outage's end is not logged:\n%s", out.String())
+	}
+}
+
+// TestUpdaterRestartKeepsAReadyNodeReady: after a restart, a Node that was
+// Ready is not posted NotReady while the node's first checks complete.
+func TestUpdaterRestartKeepsAReadyNodeReady(t *testing.T) {
+	existing, _ := InitialNode("node-a", Registration{}, readyFacts(), t0.Add(-time.Hour))
+	f := newFixture(t, existing)
+	f.u.started = f.clock.Now()
+	f.source.facts.NotReady = []error{errors.New("PLEG is not healthy: pleg has yet to be successful")}
+	ctx := context.Background()
+	f.u.sync(ctx)
+	if diff := cmp.Diff([]string{"create nodes", "get nodes", "get nodes"}, f.requests()); diff != "" {
+		t.Errorf("requests while starting (-want +got):\n%s", diff)
+	}
+	f.source.facts.NotReady = nil
+	f.clock.Step(time.Second)
+	f.u.sync(ctx)
+	if diff := cmp.Diff([]string{"get nodes", "patch nodes/status"}, f.requests()); diff != "" {
+		t.Errorf("requests once ready (-want +got):\n%s", diff)
+	}
+	if c, _ := findCondition(f.node(t), v1.NodeReady); c.Status != v1.ConditionTrue || !c.LastTransitionTime.Time.Equal(t0.Add(-time.Hour)) {
+		t.Errorf("Ready = %+v, want True since before the restart", c)
+	}
+	if len(f.events) != 0 {
+		t.Errorf("events %v, want none", f.events)
+	}
+
+	// Not ready for a whole period after a start: posted.
+	g := newFixture(t, existing)
+	g.u.started = g.clock.Now()
+	g.source.facts.NotReady = []error{errRuntimeDown}
+	g.u.sync(ctx)
+	g.clock.Step(10 * time.Second)
+	g.u.sync(ctx)
+	if c, _ := findCondition(g.node(t), v1.NodeReady); c.Status != v1.ConditionFalse {
+		t.Errorf("Ready = %+v after a period not ready, want False", c)
+	}
+}

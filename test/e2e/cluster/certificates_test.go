@@ -117,15 +117,46 @@ func checkTTLMetric(t *testing.T, n *clusterNode, name string, max time.Duration
 	}
 }
 
+// TestKubeconfigCertificateRotated joins a node with a kubeconfig holding
+// its certificate and rotate_certificates, as kubeadm joins the first
+// control-plane node: the certificate manager takes the kubeconfig's pair
+// as a start only and asks for one of its own at once, which the
+// controller-manager approves as a node renewing itself.
+func TestKubeconfigCertificateRotated(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOptions{Settings: map[string]string{"rotate_certificates": "true"}})
+	var issued *x509.Certificate
+	n.Eventually("the node renews the kubeconfig's certificate", func() (bool, string) {
+		requests := nodeCSRs(t, n.Cluster, certificatesv1.KubeAPIServerClientKubeletSignerName, "system:node:"+n.Name)
+		if len(requests) == 0 || !approved(requests[0]) || len(requests[0].Status.Certificate) == 0 {
+			return false, fmt.Sprintf("%d client CSRs by the node", len(requests))
+		}
+		block, _ := pem.Decode(requests[0].Status.Certificate)
+		if block == nil {
+			return false, "no PEM certificate in the CSR"
+		}
+		var err error
+		issued, err = x509.ParseCertificate(block.Bytes)
+		return err == nil, fmt.Sprint(err)
+	})
+	n.Eventually("the issued certificate is the node's current one", func() (bool, string) {
+		cert := clientCertificate(t, n)
+		return cert.SerialNumber.Cmp(issued.SerialNumber) == 0, fmt.Sprintf("certificate %s, issued %s", cert.SerialNumber, issued.SerialNumber)
+	})
+	checkNodeClientCertificate(t, n, issued)
+	n.CallAPIServer(t)
+	checkReviewedAsNode(t, n)
+}
+
 // TestServingCertificate starts a node with server_tls_bootstrap: its node
 // API serves the self-signed pair until the kubelet-serving CSR it makes
-// (for its hostname and address) is approved, here by the admin as an
+// (for its hostname and address) is approved, here with kubectl as an
 // operator would, then the certificate the cluster's CA signed; a restart
 // serves that one at once.
 func TestServingCertificate(t *testing.T) {
 	t.Parallel()
 	c := cluster(t)
-	n := startNode(t, nodeOptions{Settings: map[string]string{"server_tls_bootstrap": "true", "node_ip": `"127.0.0.1"`}})
+	n := startNode(t, nodeOptions{Settings: map[string]string{"server_tls_bootstrap": "true"}})
 	if issuedByCA(c, n.ServingChain(t)[0]) {
 		t.Fatal("the node API serves a certificate of the cluster's CA before any CSR was approved")
 	}
@@ -154,14 +185,7 @@ func TestServingCertificate(t *testing.T) {
 			asked.Subject.CommonName, asked.DNSNames, asked.IPAddresses, n.Name, hostname)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	request.Status.Conditions = append(request.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
-		Reason: "E2EApprove", Message: "approved by the test as an operator would"})
-	if _, err := c.Admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, request.Name, request, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	kubectl(t, "certificate", "approve", request.Name)
 	n.Eventually("the node API serves the issued certificate", func() (bool, string) {
 		return servesIssued(c, n), fmt.Sprintf("serving %s", n.ServingChain(t)[0].Subject)
 	})

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,11 +67,13 @@ type clusterNode struct {
 // it to the control plane with a plain kubeconfig: a client certificate
 // of user system:node:<name>, group system:nodes, from the cluster's CA,
 // as TLS bootstrap would have issued (or, with Bootstrap, by TLS
-// bootstrap). Its node API listens on a loopback
-// port with the kubelet's defaults in a kubeadm cluster: client
-// certificates of the cluster's CA, bearer tokens reviewed and requests
-// authorized by the API server, a self-signed serving pair in cert_dir.
-// Everything stops and goes when the test ends.
+// bootstrap). Its node API listens on a loopback port with the kubelet's
+// defaults in a kubeadm cluster: client certificates of the cluster's CA,
+// bearer tokens reviewed and requests authorized by the API server, a
+// self-signed serving pair in cert_dir. Its address (node_ip) is
+// 127.0.0.1, so that the API server reaches its node API (logs, exec) at
+// the address the node reports. Everything stops and goes when the test
+// ends.
 func startNode(t testing.TB, opts nodeOptions) *clusterNode {
 	t.Helper()
 	c := opts.Cluster
@@ -106,6 +109,7 @@ func startNode(t testing.TB, opts nodeOptions) *clusterNode {
 		"kubeconfig":     quote(n.Kubeconfig),
 		"cert_dir":       quote(n.CertDir),
 		"address":        `"127.0.0.1"`,
+		"node_ip":        `"127.0.0.1"`,
 		"port":           fmt.Sprint(port),
 		"authentication": fmt.Sprintf(`{ x509 = { client_ca_file = %s } }`, quote(caFile)),
 	})
@@ -201,12 +205,19 @@ func (n *clusterNode) APICalls(t testing.TB) []devcluster.AuditEvent {
 	return events
 }
 
+// adminKubeconfig is written once for the package: tests run kubectl in
+// parallel, and writing the file again while another kubectl reads it
+// gives that one half a file.
+var adminKubeconfig = sync.OnceValues(func() (string, error) {
+	return controlPlane.Kubeconfig("e2e-admin", "system:masters")
+})
+
 // kubectl runs the control plane's kubectl as the cluster's admin and
 // returns its output; a failure fails the test.
 func kubectl(t testing.TB, args ...string) string {
 	t.Helper()
-	c := cluster(t)
-	kubeconfig, err := c.Kubeconfig("e2e-admin", "system:masters")
+	cluster(t)
+	kubeconfig, err := adminKubeconfig()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,9 @@ package clustere2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	goruntime "runtime"
 	"strings"
@@ -22,8 +24,8 @@ import (
 
 // TestNodeRegistersReady: a node registers as the kubelet does and turns
 // Ready (kubectl get nodes shows it with its labels, taints, addresses,
-// capacity and nodeInfo), renews its Lease, and registers again when its
-// Node is deleted.
+// capacity and nodeInfo), renews its Lease, stays Ready through a restart,
+// and registers again when its Node is deleted.
 func TestNodeRegistersReady(t *testing.T) {
 	t.Parallel()
 	c := cluster(t)
@@ -96,6 +98,20 @@ func TestNodeRegistersReady(t *testing.T) {
 		return l.Spec.RenewTime.After(first.Spec.RenewTime.Time), l.Spec.RenewTime.String()
 	})
 
+	// A restart: the Node stays Ready (the same transition time) and
+	// gets a fresh heartbeat once the node's checks pass.
+	// (The API keeps whole seconds: the restart may post within the
+	// second it began, but seconds after the last post before it.)
+	before := readyCondition(apiNode(t, n.Name))
+	n.RestartCore()
+	n.Eventually("a heartbeat after the restart", func() (bool, string) {
+		c := readyCondition(apiNode(t, n.Name))
+		return c.LastHeartbeatTime.After(before.LastHeartbeatTime.Time), fmt.Sprintf("%+v", c)
+	})
+	if after := readyCondition(apiNode(t, n.Name)); after.Status != v1.ConditionTrue || !after.LastTransitionTime.Equal(&before.LastTransitionTime) {
+		t.Errorf("Ready after a restart %+v, before %+v: want True since before", after, before)
+	}
+
 	kubectl(t, "delete", "node", n.Name)
 	again := waitReady(t, n, node.UID)
 	if again.Labels["node.kubernetes.io/pool"] != "e2e" || !hasTaint(again, v1.Taint{Key: "dedicated", Value: "e2e", Effect: v1.TaintEffectNoSchedule}) {
@@ -117,7 +133,7 @@ func TestNodeNotReadyWhileStopped(t *testing.T) {
 
 	n.StopCore()
 	n.Eventually("the node lifecycle controller marks the node NotReady", func() (bool, string) {
-		c := readyCondition(kubectlNode(t, n.Name))
+		c := readyCondition(apiNode(t, n.Name))
 		return c.Status == v1.ConditionUnknown && c.Reason == "NodeStatusUnknown", fmt.Sprintf("%+v", c)
 	})
 	n.StartCore()
@@ -136,13 +152,23 @@ func waitReady(t *testing.T, n *clusterNode, notUID types.UID) *v1.Node {
 	var node *v1.Node
 	n.Eventually("the node Ready", func() (bool, string) {
 		var err error
-		node, err = cluster(t).Admin.CoreV1().Nodes().Get(context.Background(), n.Name, metav1.GetOptions{})
-		if err != nil {
+		if node, err = cluster(t).Admin.CoreV1().Nodes().Get(context.Background(), n.Name, metav1.GetOptions{}); err != nil {
 			return false, err.Error()
 		}
 		c := readyCondition(node)
 		return c.Status == v1.ConditionTrue && node.UID != notUID, fmt.Sprintf("uid %s, Ready %+v", node.UID, c)
 	})
+	return node
+}
+
+// apiNode is the Node as the API server has it, for polling (kubectl is
+// a process per call).
+func apiNode(t *testing.T, name string) *v1.Node {
+	t.Helper()
+	node, err := cluster(t).Admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get node %s: %v", name, err)
+	}
 	return node
 }
 
@@ -180,4 +206,60 @@ func containerIDs(cs []*runtimeapi.Container) string {
 		ids[i] = c.Id
 	}
 	return fmt.Sprint(ids)
+}
+
+// TestNodeNotReadyWithoutNetwork: the pod network's config gone, the node
+// is NotReady with the kubelet's reason and a message naming it; back, the
+// node is Ready again.
+func TestNodeNotReadyWithoutNetwork(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOptions{})
+	waitReady(t, n, "")
+	conf, off := n.Dev.CNIConfDir, n.Dev.CNIConfDir+".off"
+	if err := os.Rename(conf, off); err != nil {
+		t.Fatal(err)
+	}
+	restore := func() {
+		if err := os.Rename(off, conf); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(restore)
+	n.Eventually("NotReady for the network", func() (bool, string) {
+		c := readyCondition(apiNode(t, n.Name))
+		return c.Status == v1.ConditionFalse && c.Reason == "KubeletNotReady" && strings.Contains(c.Message, "CNI"), fmt.Sprintf("%+v", c)
+	})
+	restore()
+	waitReady(t, n, "")
+}
+
+// TestNodeReportsMemoryPressure: the eviction manager's pressure shows on
+// the Node with the kubelet's reason and message, and the node lifecycle
+// controller taints the node for it, as for a kubelet.
+func TestNodeReportsMemoryPressure(t *testing.T) {
+	t.Parallel()
+	plugins := pressuree2e.DefaultPlugins()
+	for i, p := range plugins {
+		if p.Kind == "eviction" {
+			// More than any test machine has: pressure from the first cycle.
+			plugins[i].Body = `hard = ["memory.available<1000Gi"]`
+		}
+	}
+	n := startNode(t, nodeOptions{Plugins: plugins})
+	n.Eventually("MemoryPressure on the Node, tainted for it", func() (bool, string) {
+		node := apiNode(t, n.Name)
+		var pressure v1.NodeCondition
+		for _, c := range node.Status.Conditions {
+			if c.Type == v1.NodeMemoryPressure {
+				pressure = c
+			}
+		}
+		tainted := hasTaint(node, v1.Taint{Key: v1.TaintNodeMemoryPressure, Effect: v1.TaintEffectNoSchedule})
+		return pressure.Status == v1.ConditionTrue && pressure.Reason == "KubeletHasInsufficientMemory" &&
+				pressure.Message == "kubelet has insufficient memory available" && tainted,
+			fmt.Sprintf("%+v, taints %v", pressure, node.Spec.Taints)
+	})
+	if c := readyCondition(apiNode(t, n.Name)); c.Status != v1.ConditionTrue {
+		t.Errorf("Ready %+v under memory pressure, want True as the kubelet", c)
+	}
 }
