@@ -115,7 +115,7 @@ run: build
 # node that joins it by TLS bootstrap. Needs root. Ctrl-C stops everything.
 cluster: build kube-tools
 	$(GO) build -o $(TOOLS)/microlet-cluster ./hack/cluster
-	$(TOOLS)/microlet-cluster -bin $(OUT) -manifests examples/manifests
+	KUBE_TOOLS_BIN=$(CACHE)/kube/bin $(TOOLS)/microlet-cluster -bin $(OUT) -manifests examples/manifests
 
 clean:
 	rm -rf $(CURDIR)/_output

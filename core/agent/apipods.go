@@ -41,18 +41,19 @@ func (a *Agent) newAPIPods(c *cluster) (*apiPods, error) {
 		}
 		taints = append(taints, t)
 	}
-	node := thisnode.New(c.client, cfg.NodeName)
+	node := thisnode.New(c.client, cfg.NodeName, a.log)
 	return &apiPods{
 		cluster:  c,
 		log:      a.log,
-		source:   apisource.New(c.client, cfg.NodeName, a.log),
+		source:   apisource.New(c.client, cfg.NodeName, node.HasSynced, a.log),
 		node:     node,
-		admitter: &admission.Admitter{Node: node.Get, Initial: admission.InitialNode(cfg.NodeName, taints)},
+		admitter: &admission.Admitter{Node: node.Get, Initial: admission.InitialNode(cfg.NodeName, cfg.NodeLabels, taints)},
 	}, nil
 }
 
 // start runs the Node informer, the status syncer and the mirror pods
-// once the pod machinery p exists; the source runs within p's podconfig.
+// once the pod machinery p exists; the source runs within p's podconfig,
+// waiting for the Node informer.
 func (ap *apiPods) start(ctx context.Context, p *pods) {
 	c := ap.cluster
 	statuses := podstatus.New(podstatus.Options{

@@ -41,7 +41,8 @@ func (a *Agent) clientCredentials(c *cluster) func(*rest.Config) error {
 	}
 	return func(restConfig *rest.Config) error {
 		stop, err := certificates.RotateClient(restConfig, certificates.ClientOptions{
-			CertDir: cfg.CertDir, NodeName: cfg.NodeName, Logger: a.log.Named("certificates"), Metrics: a.metrics,
+			CertDir: cfg.CertDir, NodeName: cfg.NodeName, BootstrapKubeconfig: cfg.BootstrapKubeconfig,
+			Logger: a.log.Named("certificates"), Metrics: a.metrics,
 		})
 		if err != nil {
 			return err

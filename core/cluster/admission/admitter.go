@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"maps"
 	"runtime"
 
 	v1 "k8s.io/api/core/v1"
@@ -38,9 +39,10 @@ func (a *Admitter) Admit(_ context.Context, pod *v1.Pod, admitted []*v1.Pod) syn
 }
 
 // InitialNode is the Node the node agent would register, as far as the
-// predicates read it: name, the hostname/OS/arch labels and the taints.
-func InitialNode(name string, taints []v1.Taint) *v1.Node {
-	return &v1.Node{
+// predicates read it (upstream's initialNode): name, the hostname, OS and
+// arch labels, node_labels over them, and the registration taints.
+func InitialNode(name string, labels map[string]string, taints []v1.Taint) *v1.Node {
+	node := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 			v1.LabelHostname:   name,
 			v1.LabelOSStable:   runtime.GOOS,
@@ -48,4 +50,6 @@ func InitialNode(name string, taints []v1.Taint) *v1.Node {
 		}},
 		Spec: v1.NodeSpec{Taints: taints},
 	}
+	maps.Copy(node.Labels, labels)
+	return node
 }

@@ -30,8 +30,7 @@ func withHostPort(ip string, port int32) func(*v1.Pod) {
 }
 
 func TestCheck(t *testing.T) {
-	node := InitialNode("node-a", []v1.Taint{{Key: "dedicated", Value: "x", Effect: v1.TaintEffectNoExecute}})
-	node.Labels["zone"] = "z1"
+	node := InitialNode("node-a", map[string]string{"zone": "z1"}, []v1.Taint{{Key: "dedicated", Value: "x", Effect: v1.TaintEffectNoExecute}})
 	tolerate := func(p *v1.Pod) {
 		p.Spec.Tolerations = []v1.Toleration{{Key: "dedicated", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}}
 	}
@@ -88,13 +87,15 @@ func TestCheck(t *testing.T) {
 
 func TestAdmitterUsesTheNodeOnceKnown(t *testing.T) {
 	var known *v1.Node
-	a := &Admitter{Node: func() *v1.Node { return known }, Initial: InitialNode("node-a", nil)}
+	a := &Admitter{Node: func() *v1.Node { return known }, Initial: InitialNode("node-a", map[string]string{"pool": "e2e"}, nil)}
 	pod := apiPod(func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"role": "edge"} })
 	if got := a.Admit(context.Background(), pod, nil); got.Admit || got.Reason != "NodeAffinity" {
 		t.Fatalf("before the Node is known: %+v, want NodeAffinity", got)
 	}
-	known = InitialNode("node-a", nil)
-	known.Labels["role"] = "edge"
+	if got := a.Admit(context.Background(), apiPod(func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "e2e"} }), nil); !got.Admit {
+		t.Fatalf("a selector on node_labels before the Node is known: %+v, want admitted", got)
+	}
+	known = InitialNode("node-a", map[string]string{"role": "edge"}, nil)
 	if got := a.Admit(context.Background(), pod, nil); !got.Admit {
 		t.Fatalf("with the Node's labels: %+v, want admitted", got)
 	}

@@ -19,17 +19,22 @@ type ListWatcher[L runtime.Object] interface {
 
 // FieldSelected lists and watches only the objects whose field equals
 // value (a node's pods by spec.nodeName, its Node by metadata.name), for an
-// informer. It works with fake clientsets, unlike a RESTClient's.
-func FieldSelected[L runtime.Object](c ListWatcher[L], field, value string) *cache.ListWatch {
+// informer, reporting each call's result to outage. It works with fake
+// clientsets, unlike a RESTClient's.
+func FieldSelected[L runtime.Object](c ListWatcher[L], field, value string, outage *Outage) *cache.ListWatch {
 	selector := fields.OneTermEqualSelector(field, value).String()
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector
-			return c.List(ctx, o)
+			list, err := c.List(ctx, o)
+			outage.Observe(err)
+			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = selector
-			return c.Watch(ctx, o)
+			w, err := c.Watch(ctx, o)
+			outage.Observe(err)
+			return w, err
 		},
 	}
 }

@@ -29,6 +29,8 @@ import (
 type Source struct {
 	log      hclog.Logger
 	informer cache.SharedIndexInformer
+	// nodeHasSynced says the Node informer has listed the node's Node.
+	nodeHasSynced cache.InformerSynced
 	// changed is signalled, without blocking, on every informer event; the
 	// run loop coalesces a burst into one set.
 	changed chan struct{}
@@ -37,13 +39,16 @@ type Source struct {
 var _ podsource.Source = (*Source)(nil)
 
 // New makes the source of the pods bound to nodeName. Nothing is read
-// before Run.
-func New(client kubernetes.Interface, nodeName string, log hclog.Logger) *Source {
-	lw := apiclient.FieldSelected(client.CoreV1().Pods(v1.NamespaceAll), "spec.nodeName", nodeName)
+// before Run, and nothing before nodeHasSynced.
+func New(client kubernetes.Interface, nodeName string, nodeHasSynced cache.InformerSynced, log hclog.Logger) *Source {
+	log = log.Named("apisource")
+	outage := apiclient.NewOutage(log, "watching the node's pods")
+	lw := apiclient.FieldSelected(client.CoreV1().Pods(v1.NamespaceAll), "spec.nodeName", nodeName, outage)
 	// No resync: every change arrives as an event, and a periodic full
 	// set would only wake the merge for nothing.
 	informer := cache.NewSharedIndexInformer(lw, &v1.Pod{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	s := &Source{log: log.Named("apisource"), informer: informer, changed: make(chan struct{}, 1)}
+	_ = informer.SetWatchErrorHandlerWithContext(outage.WatchErrorHandler) // not started: cannot fail
+	s := &Source{log: log, informer: informer, nodeHasSynced: nodeHasSynced, changed: make(chan struct{}, 1)}
 	notify := func() {
 		select {
 		case s.changed <- struct{}{}:
@@ -72,6 +77,9 @@ func (s *Source) HasSynced() bool { return s.informer.HasSynced() }
 
 // Run watches the node's pods and sends their full set on every change.
 func (s *Source) Run(ctx context.Context, out chan<- podsource.Update) {
+	if !cache.WaitForCacheSync(ctx.Done(), s.nodeHasSynced) {
+		return
+	}
 	go s.informer.Run(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
 		return

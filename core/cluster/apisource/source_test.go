@@ -46,7 +46,7 @@ func TestSourceSendsFullSetsWithoutMirrorPods(t *testing.T) {
 		boundPod("web", nil),
 		boundPod("etcd-node-a", map[string]string{podspec.ConfigMirrorAnnotationKey: "h1"}),
 	)
-	s := New(client, "node-a", hclog.NewNullLogger())
+	s := New(client, "node-a", func() bool { return true }, hclog.NewNullLogger())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := make(chan podsource.Update)

@@ -30,7 +30,11 @@ const rotationCheckPeriod = 10 * time.Second
 type ClientOptions struct {
 	CertDir  string
 	NodeName string
-	Logger   hclog.Logger
+	// BootstrapKubeconfig, when set, asks for the next certificate once
+	// the current one has expired (the node was down too long, or
+	// renewals failed), as the kubelet does.
+	BootstrapKubeconfig string
+	Logger              hclog.Logger
 	// Metrics gets the kubelet's client certificate metrics; nil: none.
 	Metrics prometheus.Registerer
 }
@@ -63,11 +67,22 @@ func RotateClient(cfg *rest.Config, o ClientOptions) (stop func(), err error) {
 		tlsConfig = &tls.Config{}
 	}
 	// The manager asks for renewals through cfg itself, with the
-	// certificate it is renewing.
+	// certificate it is renewing; without one (expired), with the
+	// bootstrap credentials.
 	rotating := rest.CopyConfig(cfg)
+	clientset := func(current *tls.Certificate) (kubernetes.Interface, error) {
+		if current != nil || o.BootstrapKubeconfig == "" {
+			return kubernetes.NewForConfig(rotating)
+		}
+		bootstrap, err := loadKubeconfig(o.BootstrapKubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		return kubernetes.NewForConfig(bootstrap)
+	}
 	metrics := clientMetrics()
 	manager, err := certificate.NewManager(metrics.config(&certificate.Config{
-		ClientsetFn: func(*tls.Certificate) (kubernetes.Interface, error) { return kubernetes.NewForConfig(rotating) },
+		ClientsetFn: clientset,
 		Template: &x509.CertificateRequest{Subject: pkix.Name{
 			CommonName: "system:node:" + o.NodeName, Organization: []string{"system:nodes"}}},
 		SignerName:              certificatesv1.KubeAPIServerClientKubeletSignerName,

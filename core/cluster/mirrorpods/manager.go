@@ -16,6 +16,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/microlet/microlet/core/cluster/apiclient"
 	"github.com/microlet/microlet/core/cluster/apisource"
 	"github.com/microlet/microlet/core/pods/status"
 )
@@ -44,11 +45,9 @@ type Options struct {
 
 // Manager keeps the mirror pods in line with the static pods.
 type Manager struct {
-	opts Options
-	log  hclog.Logger
-	// failing is true from a failed change to the next clean pass, so an
-	// outage is logged once.
-	failing bool
+	opts   Options
+	log    hclog.Logger
+	outage *apiclient.Outage
 }
 
 // New makes a manager; Run starts it.
@@ -56,7 +55,8 @@ func New(opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	return &Manager{opts: opts, log: opts.Logger.Named("mirrorpods")}
+	log := opts.Logger.Named("mirrorpods")
+	return &Manager{opts: opts, log: log, outage: apiclient.NewOutage(log, "updating mirror pods")}
 }
 
 // Run checks the mirror pods every period until ctx ends.
@@ -67,14 +67,7 @@ func (m *Manager) Run(ctx context.Context) {
 	ticker := time.NewTicker(period)
 	defer ticker.Stop()
 	for {
-		err := m.sync(ctx)
-		switch {
-		case err != nil && !m.failing:
-			m.log.Warn("cannot update mirror pods in the API server; retrying", "error", err)
-		case err == nil && m.failing:
-			m.log.Info("mirror pods in line with the static pods again")
-		}
-		m.failing = err != nil
+		m.outage.Observe(m.sync(ctx))
 		select {
 		case <-ctx.Done():
 			return

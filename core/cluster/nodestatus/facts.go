@@ -64,7 +64,7 @@ type Event struct {
 	Type, Reason, Message string
 }
 
-// buildMetadata is what semver allows after "+".
+// notBuildMetadata is what semver does not allow after "+".
 var notBuildMetadata = regexp.MustCompile(`[^0-9A-Za-z.-]+`)
 
 // KubeletVersion is the kubeletVersion the node reports: the Kubernetes

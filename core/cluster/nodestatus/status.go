@@ -202,6 +202,20 @@ func findCondition(node *v1.Node, t v1.NodeConditionType) (*v1.NodeCondition, bo
 	return nil, false
 }
 
+// schedulableEvent is the event of a cordon or uncordon seen since the
+// last status computation (recordNodeSchedulableEvent): NodeNotSchedulable
+// or NodeSchedulable.
+func schedulableEvent(node *v1.Node, wasUnschedulable bool) (Event, bool) {
+	switch {
+	case node.Spec.Unschedulable == wasUnschedulable:
+		return Event{}, false
+	case node.Spec.Unschedulable:
+		return nodeEvent(node.Name, "NodeNotSchedulable"), true
+	default:
+		return nodeEvent(node.Name, "NodeSchedulable"), true
+	}
+}
+
 // nodeEvent is the kubelet's recordNodeStatusEvent.
 func nodeEvent(node, reason string) Event {
 	return Event{Type: v1.EventTypeNormal, Reason: reason, Message: fmt.Sprintf("Node %s status is now: %s", node, reason)}

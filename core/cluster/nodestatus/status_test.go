@@ -141,3 +141,25 @@ func TestSetStatusResources(t *testing.T) {
 		t.Errorf("allocatable (-want +got):\n%s", diff)
 	}
 }
+
+func TestSchedulableEvent(t *testing.T) {
+	tests := []struct {
+		unschedulable, was bool
+		want               string
+	}{
+		{unschedulable: true, was: false, want: "NodeNotSchedulable"},
+		{unschedulable: false, was: true, want: "NodeSchedulable"},
+		{unschedulable: true, was: true},
+		{unschedulable: false, was: false},
+	}
+	for _, tt := range tests {
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: v1.NodeSpec{Unschedulable: tt.unschedulable}}
+		e, ok := schedulableEvent(node, tt.was)
+		if ok != (tt.want != "") || e.Reason != tt.want {
+			t.Errorf("unschedulable %t after %t: event %q (%t), want %q", tt.unschedulable, tt.was, e.Reason, ok, tt.want)
+		}
+		if ok && e.Message != "Node node-a status is now: "+tt.want {
+			t.Errorf("message %q", e.Message)
+		}
+	}
+}

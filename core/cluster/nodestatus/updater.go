@@ -77,6 +77,9 @@ type Updater struct {
 	schedule    reportSchedule
 	devices     sets.Set[v1.ResourceName]
 	readyPosted bool
+	// unschedulable is spec.unschedulable as last seen (the kubelet
+	// starts from false: a Node cordoned before the start is an event).
+	unschedulable bool
 	// failing is set from the first failed request of an outage to the
 	// next success: an outage is logged once.
 	failing bool
@@ -269,6 +272,10 @@ func (u *Updater) updateStatus(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if e, ok := schedulableEvent(base, u.unschedulable); ok {
+			u.unschedulable = base.Spec.Unschedulable
+			u.emit(e)
+		}
 		node := base.DeepCopy()
 		labelsSet := ensureRequiredLabels(node)
 		f := u.facts(ctx)
@@ -324,9 +331,13 @@ func (u *Updater) posted(now time.Time, changed bool, node *v1.Node, f Facts, ev
 		u.readyPosted = true
 	}
 	for _, e := range events {
-		u.log.Info("node status", "reason", e.Reason, "message", e.Message)
-		u.opts.OnEvent(e)
+		u.emit(e)
 	}
+}
+
+func (u *Updater) emit(e Event) {
+	u.log.Info("node status", "reason", e.Reason, "message", e.Message)
+	u.opts.OnEvent(e)
 }
 
 // facts are the source's, with the images and the device resources that

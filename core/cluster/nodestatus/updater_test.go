@@ -271,3 +271,24 @@ func TestUpdaterRestartKeepsAReadyNodeReady(t *testing.T) {
 		t.Errorf("Ready = %+v after a period not ready, want False", c)
 	}
 }
+
+// TestUpdaterReportsACordon: a cordon seen at the next status computation
+// is an event, even when the status itself is not posted.
+func TestUpdaterReportsACordon(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.u.sync(ctx)
+	node := f.node(t)
+	node.Spec.Unschedulable = true
+	if _, err := f.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.events = nil
+	f.clock.Step(10 * time.Second)
+	f.u.sync(ctx)
+	f.clock.Step(10 * time.Second)
+	f.u.sync(ctx)
+	if diff := cmp.Diff([]string{"NodeNotSchedulable"}, f.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}

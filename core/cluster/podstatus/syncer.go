@@ -23,6 +23,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/microlet/microlet/core/cluster/apiclient"
 	"github.com/microlet/microlet/core/pods/status"
 )
 
@@ -56,8 +57,7 @@ type Syncer struct {
 	// written is, by API pod UID, the status version last written and the
 	// resourceVersion the write produced.
 	written map[types.UID]writtenStatus
-	// failing is true from a failed write to the next successful pass.
-	failing bool
+	outage  *apiclient.Outage
 }
 
 type writtenStatus struct {
@@ -70,7 +70,8 @@ func New(opts Options) *Syncer {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	return &Syncer{opts: opts, log: opts.Logger.Named("podstatus"), written: map[types.UID]writtenStatus{}}
+	log := opts.Logger.Named("podstatus")
+	return &Syncer{opts: opts, log: log, written: map[types.UID]writtenStatus{}, outage: apiclient.NewOutage(log, "writing pod statuses")}
 }
 
 // Run writes statuses as they change, and checks all every syncPeriod,
@@ -83,8 +84,8 @@ func (s *Syncer) Run(ctx context.Context) {
 	defer ticker.Stop()
 	for {
 		statuses, changed := s.opts.Statuses.Statuses()
-		s.syncBatch(ctx, statuses)
-		if s.failing {
+		s.outage.Observe(s.syncBatch(ctx, statuses))
+		if s.outage.Failing() {
 			changed = nil // wait for the tick: no busy retries while the API server is away
 		}
 		select {
@@ -97,8 +98,8 @@ func (s *Syncer) Run(ctx context.Context) {
 }
 
 // syncBatch writes every status the API does not have yet, and deletes
-// the pods that are done.
-func (s *Syncer) syncBatch(ctx context.Context, statuses []status.VersionedPodStatus) {
+// the pods that are done. It returns the API server's first error.
+func (s *Syncer) syncBatch(ctx context.Context, statuses []status.VersionedPodStatus) error {
 	live := make(map[types.UID]bool, len(statuses))
 	var firstErr error
 	for i := range statuses {
@@ -121,14 +122,7 @@ func (s *Syncer) syncBatch(ctx context.Context, statuses []status.VersionedPodSt
 			delete(s.written, uid)
 		}
 	}
-	switch {
-	case firstErr != nil && !s.failing:
-		s.log.Warn("cannot write pod statuses to the API server; retrying every sync period", "error", firstErr, "period", syncPeriod)
-		s.failing = true
-	case firstErr == nil && s.failing:
-		s.log.Info("pod statuses written to the API server again")
-		s.failing = false
-	}
+	return firstErr
 }
 
 // syncPod writes one pod's status when the API lacks it, and deletes the

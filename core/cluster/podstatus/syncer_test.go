@@ -2,13 +2,16 @@ package podstatus
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/microlet/microlet/core/pods/podspec"
@@ -168,5 +171,28 @@ func TestSyncerSkipsAPodRecreatedUnderItsName(t *testing.T) {
 	f.syncer.syncBatch(context.Background(), []status.VersionedPodStatus{versioned(old, 1, v1.PodStatus{Phase: v1.PodFailed})})
 	if f.writes() != 0 {
 		t.Fatalf("wrote the old pod's status to its successor")
+	}
+}
+
+func TestSyncerRetriesAfterTheAPIServerFailed(t *testing.T) {
+	web := pod("web", "u1")
+	f := newSyncerFixture(t, web)
+	down := true
+	f.client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if down {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	st := []status.VersionedPodStatus{versioned(web, 1, v1.PodStatus{Phase: v1.PodRunning})}
+	if err := f.syncer.syncBatch(context.Background(), st); err == nil {
+		t.Fatal("no error while the API server is down")
+	}
+	down = false
+	if err := f.syncer.syncBatch(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.get("web"); got.Status.Phase != v1.PodRunning {
+		t.Fatalf("phase %s once the API server is back, want Running", got.Status.Phase)
 	}
 }

@@ -6,6 +6,7 @@ package thisnode
 import (
 	"context"
 
+	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -20,13 +21,19 @@ type Informer struct {
 }
 
 // New makes the informer of the Node named name; Run starts it.
-func New(client kubernetes.Interface, name string) *Informer {
-	lw := apiclient.FieldSelected(client.CoreV1().Nodes(), "metadata.name", name)
-	return &Informer{name: name, informer: cache.NewSharedIndexInformer(lw, &v1.Node{}, 0, cache.Indexers{})}
+func New(client kubernetes.Interface, name string, log hclog.Logger) *Informer {
+	outage := apiclient.NewOutage(log.Named("thisnode"), "watching the node's Node")
+	lw := apiclient.FieldSelected(client.CoreV1().Nodes(), "metadata.name", name, outage)
+	informer := cache.NewSharedIndexInformer(lw, &v1.Node{}, 0, cache.Indexers{})
+	_ = informer.SetWatchErrorHandlerWithContext(outage.WatchErrorHandler) // not started: cannot fail
+	return &Informer{name: name, informer: informer}
 }
 
 // Run watches the Node until ctx ends.
 func (i *Informer) Run(ctx context.Context) { i.informer.Run(ctx.Done()) }
+
+// HasSynced reports whether the Node has been read (found or not).
+func (i *Informer) HasSynced() bool { return i.informer.HasSynced() }
 
 // Get returns the Node as last seen, nil while it is unknown (not read yet,
 // not registered, or deleted). Callers must not modify it.

@@ -70,6 +70,21 @@ func TestRefusedPodGetsAFailedStatusAndNeverRuns(t *testing.T) {
 	}
 }
 
+func TestPodFinishedAtItsSourceIsNotAdmittedAgain(t *testing.T) {
+	h := newHarness(t, 0)
+	h.admitter.set(Admission{Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu"})
+	pod := h.newPod("evicted", v1.RestartPolicyAlways)
+	pod.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."}
+	h.send(podconfig.OpAdd, pod)
+	eventually(t, "the workers finish the pod", func() bool { return h.loop.workers.IsPodKnownTerminated(pod.UID) })
+	if len(h.admitter.asked) != 0 {
+		t.Errorf("the admitter was asked about a Failed pod")
+	}
+	if st, ok := h.status(pod); ok && st.Reason != "Evicted" {
+		t.Errorf("status %+v, want the pod's own reason kept", st)
+	}
+}
+
 // expectNeverRuns sends a rejected pod through every path that could
 // start it and checks that none does.
 func expectNeverRuns(h *harness, pod *v1.Pod) {

@@ -267,6 +267,13 @@ func (l *Loop) admitAndStart(ctx context.Context, pod *v1.Pod) {
 	if l.workers.IsPodKnownTerminated(pod.UID) {
 		return
 	}
+	if isTerminalPhase(pod.Status.Phase) {
+		// As upstream: a pod its source already knows finished (an API pod
+		// after a restart of the core) is not admitted again, which could
+		// rewrite why it ended; its worker finds it terminated.
+		l.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.Create, Pod: pod, StartTime: time.Now()})
+		return
+	}
 	verdict, by := admit(ctx, l.opts.Admitters, pod, l.admittedPods(pod.UID))
 	switch {
 	case verdict.Admit:
@@ -372,4 +379,8 @@ func (l *Loop) SourcesReady() bool { return l.sourcesReady.Load() }
 // cannot), as upstream's podDeletionSafety.
 func (l *Loop) CouldHaveRunningContainers(uid types.UID) bool {
 	return l.workers.CouldHaveRunningContainers(uid)
+}
+
+func isTerminalPhase(phase v1.PodPhase) bool {
+	return phase == v1.PodSucceeded || phase == v1.PodFailed
 }
