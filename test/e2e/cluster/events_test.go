@@ -118,6 +118,21 @@ func podEvents(t *testing.T, pod *v1.Pod) func() []v1.Event {
 	}
 }
 
+// checkEvictionEvents waits for an evicted pod's Evicted event, with the
+// pod's status message, and the node's EvictionThresholdMet.
+func checkEvictionEvents(t *testing.T, n *clusterNode, evicted *v1.Pod) {
+	t.Helper()
+	waitForReasons(t, n, "the evicted pod's event", podEvents(t, evicted), "Evicted")
+	for _, e := range podEvents(t, evicted)() {
+		if e.Reason == "Evicted" && (e.Message != evicted.Status.Message || e.InvolvedObject.UID != evicted.UID || e.Type != v1.EventTypeWarning) {
+			t.Errorf("Evicted event %s %q about %s, want a warning with the pod's message %q about %s", e.Type, e.Message, e.InvolvedObject.UID, evicted.Status.Message, evicted.UID)
+		}
+	}
+	waitForReasons(t, n, "the node's EvictionThresholdMet", func() []v1.Event {
+		return listEvents(t, "default", "involvedObject.kind=Node,involvedObject.name="+n.Name)
+	}, "EvictionThresholdMet")
+}
+
 // listEvents are the events in namespace with a field selector, read
 // as kubectl reads them (the same list call, without a process per poll).
 func listEvents(t *testing.T, namespace, selector string) []v1.Event {
