@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/core/cluster/events"
 )
 
 const (
@@ -30,16 +32,19 @@ const (
 type volumeManager struct {
 	rootDir     string
 	allocatable func() v1.ResourceList
+	// events gets upstream's FailedMount for a volume that cannot be set up.
+	events events.Recorder
 	// The host operations, replaced in unit tests.
 	mount       func(source, target, fstype string, flags uintptr, data string) error
 	unmount     func(target string) error
 	mountPoints func() ([]string, error)
 }
 
-func newVolumeManager(rootDir string, allocatable func() v1.ResourceList) *volumeManager {
+func newVolumeManager(rootDir string, allocatable func() v1.ResourceList, recorder events.Recorder) *volumeManager {
 	return &volumeManager{
 		rootDir:     rootDir,
 		allocatable: allocatable,
+		events:      recorder,
 		mount:       unix.Mount,
 		unmount:     func(target string) error { return unix.Unmount(target, 0) },
 		mountPoints: readMountPoints,
@@ -66,6 +71,7 @@ func (v *volumeManager) containerMounts(pod *v1.Pod, c *v1.Container, envs map[s
 		}
 		hostPath, err := v.setUp(pod, vol)
 		if err != nil {
+			v.events.Eventf(pod, v1.EventTypeWarning, events.FailedMountVolume, "MountVolume.SetUp failed for volume %q : %v", vm.Name, err)
 			return nil, fmt.Errorf("volume %q of container %q: %w", vm.Name, c.Name, err)
 		}
 		subPath, err := volumeSubPath(vm, envs)
