@@ -30,6 +30,7 @@ import (
 	"github.com/microlet/microlet/core/pods/status"
 	"github.com/microlet/microlet/core/pods/syncloop"
 	"github.com/microlet/microlet/core/runtime/cri"
+	"github.com/microlet/microlet/core/runtime/logrotation"
 )
 
 // pods is everything that runs pods: the runtime client, the sources, the
@@ -46,6 +47,7 @@ type pods struct {
 	prober     *probes.Manager
 	stats      *stats.Provider
 	gc         *imagegc.Manager
+	logs       *logrotation.Manager
 	eviction   *eviction.Manager
 	runtime    *podruntime.Manager
 	cache      *podcache.Cache
@@ -235,6 +237,7 @@ func (p *pods) run(ctx context.Context) {
 	go p.pleg.Run(ctx)
 	go p.loop.Run(ctx)
 	go p.gc.Run(ctx)
+	go p.logs.Run(ctx)
 	go p.eviction.Run(ctx)
 }
 

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
@@ -13,11 +14,13 @@ import (
 	"github.com/microlet/microlet/core/node/memnotify"
 	"github.com/microlet/microlet/core/pods/podworkers"
 	"github.com/microlet/microlet/core/runtime/cri"
+	"github.com/microlet/microlet/core/runtime/logrotation"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
 
 // newPressure builds what keeps the node alive under pressure: garbage
-// collection and the eviction manager, with its kernel memory notifier.
+// collection, container log rotation and the eviction manager, with its
+// kernel memory notifier.
 // The sync loop is built afterwards; the adapters reach it through p.
 func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 	cfg := a.cfg
@@ -29,6 +32,21 @@ func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 		PodLogsDir:       cfg.PodLogsDir,
 		ContainerLogsDir: cfg.ContainerLogsDir,
 		Logger:           a.log.Named("gc"),
+	}); err != nil {
+		return err
+	}
+	maxLogSize, err := logrotation.ParseMaxSize(cfg.ContainerLogMaxSize)
+	if err != nil {
+		return fmt.Errorf("container_log_max_size: %w", err)
+	}
+	if p.logs, err = logrotation.New(logrotation.Options{
+		Runtime:    p.cri,
+		MaxSize:    maxLogSize,
+		MaxFiles:   cfg.ContainerLogMaxFiles,
+		Interval:   cfg.ContainerLogMonitorInterval,
+		Workers:    cfg.ContainerLogMaxWorkers,
+		Logger:     a.log.Named("logrotation"),
+		Registerer: reg,
 	}); err != nil {
 		return err
 	}
