@@ -21,6 +21,7 @@ import (
 	"github.com/microlet/microlet/core/kinds/stats"
 	"github.com/microlet/microlet/core/node/machine"
 	"github.com/microlet/microlet/core/node/network"
+	"github.com/microlet/microlet/core/node/oomwatch"
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/pods/pleg"
 	"github.com/microlet/microlet/core/pods/podcache"
@@ -48,12 +49,14 @@ type pods struct {
 	stats      *stats.Provider
 	gc         *imagegc.Manager
 	logs       *logrotation.Manager
-	eviction   *eviction.Manager
-	runtime    *podruntime.Manager
-	cache      *podcache.Cache
-	pleg       *pleg.PLEG
-	statuses   *status.Manager
-	loop       *syncloop.Loop
+	// oom is nil when the kernel log cannot be read (not root).
+	oom      *oomwatch.Watcher
+	eviction *eviction.Manager
+	runtime  *podruntime.Manager
+	cache    *podcache.Cache
+	pleg     *pleg.PLEG
+	statuses *status.Manager
+	loop     *syncloop.Loop
 }
 
 // newPods connects to the runtime (waiting for it, as the kubelet does) and
@@ -238,6 +241,9 @@ func (p *pods) run(ctx context.Context) {
 	go p.loop.Run(ctx)
 	go p.gc.Run(ctx)
 	go p.logs.Run(ctx)
+	if p.oom != nil {
+		go p.oom.Run(ctx)
+	}
 	go p.eviction.Run(ctx)
 }
 

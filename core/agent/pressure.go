@@ -12,6 +12,7 @@ import (
 	"github.com/microlet/microlet/core/kinds/eviction"
 	"github.com/microlet/microlet/core/kinds/imagegc"
 	"github.com/microlet/microlet/core/node/memnotify"
+	"github.com/microlet/microlet/core/node/oomwatch"
 	"github.com/microlet/microlet/core/pods/podworkers"
 	"github.com/microlet/microlet/core/runtime/cri"
 	"github.com/microlet/microlet/core/runtime/logrotation"
@@ -19,8 +20,8 @@ import (
 )
 
 // newPressure builds what keeps the node alive under pressure: garbage
-// collection, container log rotation and the eviction manager, with its
-// kernel memory notifier.
+// collection, container log rotation, the OOM watcher and the eviction
+// manager, with its kernel memory notifier.
 // The sync loop is built afterwards; the adapters reach it through p.
 func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 	cfg := a.cfg
@@ -49,6 +50,9 @@ func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 		Registerer: reg,
 	}); err != nil {
 		return err
+	}
+	if p.oom, err = oomwatch.New(oomwatch.Options{Logger: a.log.Named("oomwatch"), Registerer: reg}); err != nil {
+		a.log.Warn("kernel OOM kills are not reported", "error", err)
 	}
 	var notifier eviction.Notifier
 	if cfg.KernelMemcgNotification {
