@@ -5,6 +5,7 @@
 package oomwatch
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -43,6 +44,18 @@ type OOMInstance struct {
 // System says whether the node ran out of memory, rather than a cgroup
 // reaching its limit: what the kubelet reports as a SystemOOM event.
 func (o OOMInstance) System() bool { return o.OOMCgroup == "/" }
+
+// SystemOOMReason is the reason of the node event for a system OOM, the
+// kubelet's.
+const SystemOOMReason = "SystemOOM"
+
+// Message is the kubelet's text of the node event for a system OOM.
+func (o OOMInstance) Message() string {
+	if o.ProcessName == "" || o.PID == 0 {
+		return "System OOM encountered"
+	}
+	return fmt.Sprintf("System OOM encountered, victim process: %s, pid: %d", o.ProcessName, o.PID)
+}
 
 // parser assembles OOM kills from kernel log lines, one kill at a time.
 type parser struct {

@@ -88,3 +88,14 @@ func TestSystem(t *testing.T) {
 		t.Error("System() is wrong")
 	}
 }
+
+func TestMessage(t *testing.T) {
+	for o, want := range map[OOMInstance]string{
+		{PID: 77, ProcessName: "stress"}: "System OOM encountered, victim process: stress, pid: 77",
+		{}:                               "System OOM encountered",
+	} {
+		if got := o.Message(); got != want {
+			t.Errorf("%+v: Message() = %q, want %q", o, got, want)
+		}
+	}
+}

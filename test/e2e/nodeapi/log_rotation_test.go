@@ -5,6 +5,7 @@ package nodeapie2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // The rotation limits under test: small, so that ~50 MB of log rotate
@@ -43,8 +45,8 @@ sleep 5; echo done; sleep 100000`, chatterLines)
 // TestLogRotation: a container writing ~50 MB of logs ends with at most
 // container_log_max_files files, the live one below container_log_max_size
 // and the rotations gzipped but the newest, as the kubelet's; a follow from
-// the start sees every line once, in order, across every rotation, and the
-// log reads after it.
+// the start sees every line once, in order, across every rotation, the
+// log reads after it, and /stats/summary counts the rotations.
 func TestLogRotation(t *testing.T) {
 	n := startAPINode(t, nodeOptions{settings: map[string]string{
 		"container_log_max_size":         quote(strconv.Itoa(rotationMaxSize)),
@@ -74,11 +76,13 @@ func TestLogRotation(t *testing.T) {
 		t.Errorf("%d log files %q, want at most %d", len(files), files, rotationMaxFiles)
 	}
 	var plain, gzipped int
+	var bytes uint64
 	for _, f := range files {
 		info, err := os.Stat(f)
 		if err != nil {
 			t.Fatal(err)
 		}
+		bytes += uint64(info.Size())
 		switch {
 		case f == live:
 		case strings.HasSuffix(f, ".gz"):
@@ -98,12 +102,32 @@ func TestLogRotation(t *testing.T) {
 	if plain != 1 || gzipped != rotationMaxFiles-2 {
 		t.Errorf("rotations %q: %d plain and %d gzipped, want 1 and %d", files, plain, gzipped, rotationMaxFiles-2)
 	}
+	// Ephemeral storage counts the rotations with the live log.
+	n.Eventually("/stats/summary counts every log file", func() (bool, string) {
+		used := containerLogsUsed(n, string(pod.UID))
+		return used >= bytes, fmt.Sprintf("logs.usedBytes %d, files %d bytes", used, bytes)
+	})
 	if code, body := n.Get(logs); code != 200 || !strings.HasSuffix(body, "done\n") {
 		t.Errorf("reading the log after rotation: %d, ends %q", code, body[max(0, len(body)-40):])
 	}
 	if _, metrics := n.Get("/metrics"); !strings.Contains(metrics, "microlet_container_log_rotations_total") {
 		t.Error("/metrics has no microlet_container_log_rotations_total")
 	}
+}
+
+// containerLogsUsed is /stats/summary's logs.usedBytes of the pod's one
+// container, 0 when it is not there yet.
+func containerLogsUsed(n *apiNode, uid string) uint64 {
+	var summary statsapi.Summary
+	if code, body := n.Get("/stats/summary"); code != 200 || json.Unmarshal([]byte(body), &summary) != nil {
+		return 0
+	}
+	for _, p := range summary.Pods {
+		if p.PodRef.UID == uid && len(p.Containers) == 1 && p.Containers[0].Logs != nil && p.Containers[0].Logs.UsedBytes != nil {
+			return *p.Containers[0].Logs.UsedBytes
+		}
+	}
+	return 0
 }
 
 // followToDone follows the log from its start to the writer's "done" and
