@@ -13,6 +13,14 @@ root_dir = "/var/lib/microlet"
 pod_logs_dir = "/var/log/pods"
 # Directory of the kubelet's symlinks to container logs, which log shippers read; "" makes none.
 container_logs_dir = "/var/log/containers"
+# Size at which a running container's log is rotated (a quantity); negative turns rotation off. Flag --container-log-max-size.
+container_log_max_size = "10Mi"
+# Most files a container's log keeps, the live one included (at least 2); rotations but the newest are gzipped. Flag --container-log-max-files.
+container_log_max_files = 5
+# How often container logs are checked for rotation (at least 3s).
+container_log_monitor_interval = "10s"
+# Containers whose logs are rotated at once.
+container_log_max_workers = 1
 # Log level: trace, debug, info, warn or error. Flag --log-level.
 log_level = "info"
 # Write logs as JSON lines instead of text. Flag --log-json.

@@ -21,6 +21,7 @@ import (
 	"github.com/microlet/microlet/core/kinds/stats"
 	"github.com/microlet/microlet/core/node/machine"
 	"github.com/microlet/microlet/core/node/network"
+	"github.com/microlet/microlet/core/node/oomwatch"
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/pods/pleg"
 	"github.com/microlet/microlet/core/pods/podcache"
@@ -30,6 +31,7 @@ import (
 	"github.com/microlet/microlet/core/pods/status"
 	"github.com/microlet/microlet/core/pods/syncloop"
 	"github.com/microlet/microlet/core/runtime/cri"
+	"github.com/microlet/microlet/core/runtime/logrotation"
 )
 
 // pods is everything that runs pods: the runtime client, the sources, the
@@ -48,12 +50,15 @@ type pods struct {
 	prober     *probes.Manager
 	stats      *stats.Provider
 	gc         *imagegc.Manager
-	eviction   *eviction.Manager
-	runtime    *podruntime.Manager
-	cache      *podcache.Cache
-	pleg       *pleg.PLEG
-	statuses   *status.Manager
-	loop       *syncloop.Loop
+	logs       *logrotation.Manager
+	// oom is nil when the kernel log cannot be read (not root).
+	oom      *oomwatch.Watcher
+	eviction *eviction.Manager
+	runtime  *podruntime.Manager
+	cache    *podcache.Cache
+	pleg     *pleg.PLEG
+	statuses *status.Manager
+	loop     *syncloop.Loop
 	// api is the pod side of a cluster node; nil when standalone.
 	api *apiPods
 }
@@ -254,6 +259,10 @@ func (p *pods) run(ctx context.Context) {
 	go p.pleg.Run(ctx)
 	go p.loop.Run(ctx)
 	go p.gc.Run(ctx)
+	go p.logs.Run(ctx)
+	if p.oom != nil {
+		go p.oom.Run(ctx)
+	}
 	go p.eviction.Run(ctx)
 	if p.api != nil {
 		p.api.start(ctx, p)

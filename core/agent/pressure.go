@@ -3,21 +3,26 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/kinds/eviction"
 	"github.com/microlet/microlet/core/kinds/imagegc"
 	"github.com/microlet/microlet/core/node/memnotify"
+	"github.com/microlet/microlet/core/node/oomwatch"
 	"github.com/microlet/microlet/core/pods/podworkers"
 	"github.com/microlet/microlet/core/runtime/cri"
+	"github.com/microlet/microlet/core/runtime/logrotation"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
 
 // newPressure builds what keeps the node alive under pressure: garbage
-// collection and the eviction manager, with its kernel memory notifier.
+// collection, container log rotation, the OOM watcher and the eviction
+// manager, with its kernel memory notifier.
 // The sync loop is built afterwards; the adapters reach it through p.
 func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 	cfg := a.cfg
@@ -33,6 +38,28 @@ func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 		NodeName:         cfg.NodeName,
 	}); err != nil {
 		return err
+	}
+	maxLogSize, err := logrotation.ParseMaxSize(cfg.ContainerLogMaxSize)
+	if err != nil {
+		return fmt.Errorf("container_log_max_size: %w", err)
+	}
+	if p.logs, err = logrotation.New(logrotation.Options{
+		Runtime:    p.cri,
+		MaxSize:    maxLogSize,
+		MaxFiles:   cfg.ContainerLogMaxFiles,
+		Interval:   cfg.ContainerLogMonitorInterval,
+		Workers:    cfg.ContainerLogMaxWorkers,
+		Logger:     a.log.Named("logrotation"),
+		Registerer: reg,
+	}); err != nil {
+		return err
+	}
+	node := events.NodeRef(cfg.NodeName)
+	if p.oom, err = oomwatch.New(oomwatch.Options{Logger: a.log.Named("oomwatch"), Registerer: reg,
+		OnSystemOOM: func(victim oomwatch.OOMInstance) {
+			a.recorder.Event(node, v1.EventTypeWarning, oomwatch.SystemOOMReason, victim.Message())
+		}}); err != nil {
+		a.log.Warn("kernel OOM kills are not reported", "error", err)
 	}
 	var notifier eviction.Notifier
 	if cfg.KernelMemcgNotification {

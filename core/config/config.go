@@ -16,6 +16,15 @@ type Config struct {
 	// ContainerLogsDir gets the kubelet's /var/log/containers symlinks to
 	// container logs (log shippers read them); "" makes none.
 	ContainerLogsDir string `config:"container_logs_dir"`
+	// ContainerLogMaxSize is the size (a quantity, "10Mi") at which a
+	// running container's log is rotated; negative turns rotation off.
+	// ContainerLogMaxFiles bounds a log's files, the live one included.
+	ContainerLogMaxSize  string `config:"container_log_max_size"`
+	ContainerLogMaxFiles int    `config:"container_log_max_files"`
+	// ContainerLogMonitorInterval is how often logs are checked;
+	// ContainerLogMaxWorkers how many containers are rotated at once.
+	ContainerLogMonitorInterval time.Duration `config:"container_log_monitor_interval"`
+	ContainerLogMaxWorkers      int           `config:"container_log_max_workers"`
 	// LogLevel is one of trace, debug, info, warn, error.
 	LogLevel string `config:"log_level"`
 	LogJSON  bool   `config:"log_json"`
@@ -249,42 +258,46 @@ func (p Position) String() string {
 // plugin's binary) are empty here and filled in by Load.
 func Defaults() *Config {
 	return &Config{
-		RootDir:                   "/var/lib/microlet",
-		PodLogsDir:                "/var/log/pods",
-		ContainerLogsDir:          "/var/log/containers",
-		LogLevel:                  "info",
-		GOMAXPROCS:                1,
-		PluginDir:                 "/usr/libexec/microlet/plugins",
-		ContainerRuntimeEndpoint:  "unix:///run/containerd/containerd.sock",
-		RuntimeRequestTimeout:     2 * time.Minute,
-		StaticPodURLHeader:        map[string][]string{},
-		FileCheckFrequency:        20 * time.Second,
-		HTTPCheckFrequency:        20 * time.Second,
-		SyncFrequency:             time.Minute,
-		MaxPods:                   110,
-		SerializeImagePulls:       true,
-		CNIConfDir:                "/etc/cni/net.d",
-		CNIBinDirs:                []string{"/opt/cni/bin", "/usr/lib/cni"},
-		ClusterDNS:                []string{},
-		ResolvConf:                "/etc/resolv.conf",
-		HealthzBindAddress:        "127.0.0.1",
-		HealthzPort:               10248,
-		Address:                   "0.0.0.0",
-		Port:                      10250,
-		TLSCipherSuites:           []string{},
-		EnableDebuggingHandlers:   true,
-		EnableProfilingHandler:    true,
-		EnableDebugFlagsHandler:   true,
-		NodeLogDir:                "/var/log",
-		KubeAPIQPS:                50,
-		KubeAPIBurst:              100,
-		KubeAPIContentType:        "application/vnd.kubernetes.protobuf",
-		RegisterNode:              true,
-		NodeLabels:                map[string]string{},
-		RegisterWithTaints:        []string{},
-		NodeStatusUpdateFrequency: 10 * time.Second,
-		NodeStatusReportFrequency: 5 * time.Minute,
-		NodeLeaseDurationSeconds:  40,
+		RootDir:                     "/var/lib/microlet",
+		PodLogsDir:                  "/var/log/pods",
+		ContainerLogsDir:            "/var/log/containers",
+		ContainerLogMaxSize:         "10Mi",
+		ContainerLogMaxFiles:        5,
+		ContainerLogMonitorInterval: 10 * time.Second,
+		ContainerLogMaxWorkers:      1,
+		LogLevel:                    "info",
+		GOMAXPROCS:                  1,
+		PluginDir:                   "/usr/libexec/microlet/plugins",
+		ContainerRuntimeEndpoint:    "unix:///run/containerd/containerd.sock",
+		RuntimeRequestTimeout:       2 * time.Minute,
+		StaticPodURLHeader:          map[string][]string{},
+		FileCheckFrequency:          20 * time.Second,
+		HTTPCheckFrequency:          20 * time.Second,
+		SyncFrequency:               time.Minute,
+		MaxPods:                     110,
+		SerializeImagePulls:         true,
+		CNIConfDir:                  "/etc/cni/net.d",
+		CNIBinDirs:                  []string{"/opt/cni/bin", "/usr/lib/cni"},
+		ClusterDNS:                  []string{},
+		ResolvConf:                  "/etc/resolv.conf",
+		HealthzBindAddress:          "127.0.0.1",
+		HealthzPort:                 10248,
+		Address:                     "0.0.0.0",
+		Port:                        10250,
+		TLSCipherSuites:             []string{},
+		EnableDebuggingHandlers:     true,
+		EnableProfilingHandler:      true,
+		EnableDebugFlagsHandler:     true,
+		NodeLogDir:                  "/var/log",
+		KubeAPIQPS:                  50,
+		KubeAPIBurst:                100,
+		KubeAPIContentType:          "application/vnd.kubernetes.protobuf",
+		RegisterNode:                true,
+		NodeLabels:                  map[string]string{},
+		RegisterWithTaints:          []string{},
+		NodeStatusUpdateFrequency:   10 * time.Second,
+		NodeStatusReportFrequency:   5 * time.Minute,
+		NodeLeaseDurationSeconds:    40,
 		Authentication: Authentication{
 			Webhook: WebhookAuthentication{Enabled: true, CacheTTL: 2 * time.Minute},
 		},

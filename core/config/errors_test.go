@@ -201,6 +201,20 @@ eviction_max_pods_per_cycle = 0
 			},
 		},
 		{
+			name: "validation of container log rotation",
+			src: sources{main: `container_log_max_size = "ten megs"
+container_log_max_files = 1
+container_log_monitor_interval = "2s"
+container_log_max_workers = 0
+`},
+			want: []string{
+				`{main}:1: container_log_max_size: expected a quantity such as "10Mi": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+				`{main}:2: container_log_max_files: expected a whole number of at least 2, got 1`,
+				`{main}:4: container_log_max_workers: expected a whole number of at least 1, got 0`,
+				`{main}:3: container_log_monitor_interval: expected at least 3s, got 2s`,
+			},
+		},
+		{
 			// The agent cannot run it yet: config validate must say so too.
 			name: "the systemd cgroup driver",
 			src:  sources{main: "cgroup_driver = \"systemd\"\n"},

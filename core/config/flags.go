@@ -40,6 +40,8 @@ var flagSpecs = []flagSpec{
 	{name: "container-runtime-endpoint", key: "container_runtime_endpoint", usage: "The endpoint of the CRI runtime service (unix://...)."},
 	{name: "image-service-endpoint", key: "image_service_endpoint", usage: "The endpoint of the CRI image service (unix://...). Defaults to --container-runtime-endpoint."},
 	{name: "runtime-request-timeout", key: "runtime_request_timeout", usage: "Timeout of every CRI request except long-running ones (pull, logs, exec, attach)."},
+	{name: "container-log-max-size", key: "container_log_max_size", usage: "Set the maximum size (e.g. 10Mi) of container log file before it is rotated."},
+	{name: "container-log-max-files", key: "container_log_max_files", usage: "Set the maximum number of container log files that can be present for a container. The number must be >= 2."},
 	{name: "max-pods", key: "max_pods", usage: "Number of pods that can run on this node."},
 	{name: "serialize-image-pulls", key: "serialize_image_pulls", usage: "Pull images one at a time."},
 	{name: "max-parallel-image-pulls", key: "max_parallel_image_pulls", usage: "Maximum number of image pulls in parallel when serialize-image-pulls is false; 0 means no limit."},

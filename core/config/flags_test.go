@@ -23,6 +23,8 @@ func TestRegisterFlags(t *testing.T) {
 		{"container-runtime-endpoint", "string", "unix:///run/containerd/containerd.sock"},
 		{"image-service-endpoint", "string", ""},
 		{"runtime-request-timeout", "duration", "2m0s"},
+		{"container-log-max-size", "string", "10Mi"},
+		{"container-log-max-files", "int", "5"},
 		{"max-pods", "int", "110"},
 		{"serialize-image-pulls", "bool", "true"},
 		{"max-parallel-image-pulls", "int", ""},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/microlet/microlet/core/logging"
 	"github.com/microlet/microlet/core/pluginhost"
+	"github.com/microlet/microlet/core/runtime/logrotation"
 )
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -56,6 +57,7 @@ func (c *Config) validate() Errors {
 	v.atLeast("max_pods", c.MaxPods, 0)
 	v.atLeast("eviction_max_pods_per_cycle", c.EvictionMaxPodsPerCycle, 1)
 	v.atLeast("max_parallel_image_pulls", c.MaxParallelImagePulls, 0)
+	v.containerLogs()
 	if c.CNIBridgeConfig && c.PodCIDR == "" {
 		v.fail("cni_bridge_config", "needs pod_cidr: the bridge network's addresses come from it")
 	}
@@ -353,5 +355,18 @@ func (v *validator) plugins() {
 			Key:      joinKey(pluginKey, kind),
 			Message:  fmt.Sprintf("at most one %s plugin may be configured, found %s", kind, strings.Join(found, ", ")),
 		})
+	}
+}
+
+// containerLogs checks log rotation's keys as the kubelet does.
+func (v *validator) containerLogs() {
+	c := v.c
+	if _, err := logrotation.ParseMaxSize(c.ContainerLogMaxSize); err != nil {
+		v.fail("container_log_max_size", "expected a quantity such as \"10Mi\": %v", err)
+	}
+	v.atLeast("container_log_max_files", c.ContainerLogMaxFiles, 2)
+	v.atLeast("container_log_max_workers", c.ContainerLogMaxWorkers, 1)
+	if c.ContainerLogMonitorInterval < 3*time.Second {
+		v.fail("container_log_monitor_interval", "expected at least 3s, got %s", c.ContainerLogMonitorInterval)
 	}
 }

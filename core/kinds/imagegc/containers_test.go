@@ -72,6 +72,9 @@ func newNode(t *testing.T) *node {
 		n.logs[id] = path
 		n.rt.logPaths[id] = path
 		writeFile(t, path)
+		for _, rotation := range rotations(path) {
+			writeFile(t, rotation)
+		}
 		link := filepath.Join(n.containerLogs, id+".log")
 		if err := os.MkdirAll(n.containerLogs, 0o755); err != nil {
 			t.Fatal(err)
@@ -81,6 +84,11 @@ func newNode(t *testing.T) *node {
 		}
 	}
 	return n
+}
+
+// rotations are what log rotation leaves beside a live log.
+func rotations(path string) []string {
+	return []string{path + ".20260101-000000.gz", path + ".20260101-000001"}
 }
 
 func writeFile(t *testing.T, path string) {
@@ -144,6 +152,11 @@ func TestContainerGC(t *testing.T) {
 				want := slices.Contains(tc.logsLeft, id)
 				if exists(path) != want {
 					t.Errorf("log of %s (%s) exists = %t, want %t", id, path, exists(path), want)
+				}
+				for _, rotation := range rotations(path) {
+					if exists(rotation) != want {
+						t.Errorf("rotated log of %s (%s) exists = %t, want %t", id, rotation, exists(rotation), want)
+					}
 				}
 				if link := filepath.Join(n.containerLogs, id+".log"); exists(link) != want {
 					t.Errorf("symlink of %s exists = %t, want %t", id, exists(link), want)

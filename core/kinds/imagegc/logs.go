@@ -8,31 +8,43 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/microlet/microlet/core/runtime/logrotation"
 )
 
 // logPathDelimiter joins the parts of a pod log directory's name,
 // <namespace>_<name>_<uid>; none of the three may hold it.
 const logPathDelimiter = "_"
 
-// removeContainerLogs removes a removed container's log file (upstream
-// removeContainerLog). For a deleted pod the container's log directory goes
-// with it: no later instance will write there. Paths outside PodLogsDir are
-// never touched.
+// removeContainerLogs removes a removed container's log file and its
+// rotations (upstream removeContainerLog). For a deleted pod the
+// container's log directory goes with it: no later instance will write
+// there. Paths outside PodLogsDir are never touched.
 func (m *Manager) removeContainerLogs(logPath string, podDeleted bool) error {
 	if logPath == "" || !m.inPodLogsDir(logPath) {
 		return nil
 	}
-	target := logPath
 	if podDeleted {
-		target = filepath.Dir(logPath)
-		if !m.inPodLogsDir(target) {
+		dir := filepath.Dir(logPath)
+		if !m.inPodLogsDir(dir) {
 			return nil
 		}
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("removing container log directory %s: %w", dir, err)
+		}
+		return nil
 	}
-	if err := os.RemoveAll(target); err != nil {
-		return fmt.Errorf("removing container log %s: %w", target, err)
+	files, err := logrotation.Files(logPath)
+	if err != nil {
+		return err
 	}
-	return nil
+	var errs []error
+	for _, f := range files {
+		if err := os.RemoveAll(f); err != nil {
+			errs = append(errs, fmt.Errorf("removing container log %s: %w", f, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // removePodLogDirs removes the log directories of deleted pods the runtime
