@@ -3,8 +3,6 @@
 package nodeapie2e
 
 import (
-	"context"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,30 +37,18 @@ func TestNodeLogsServeRegularFilesOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	get := func(path string) (int, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.Secure+path, nil)
-		resp, err := n.Admin.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
 	// Several times: before the fix each request held a thread in open(2).
 	for range 3 {
 		for _, path := range []string{"/logs/fifo.log", "/logs/null.log", "/logs/linked.log"} {
-			if code, body := get(path); code != http.StatusForbidden || strings.Contains(body, "TOP-SECRET") {
+			if code, body := n.GetWithin(10*time.Second, path); code != http.StatusForbidden || strings.Contains(body, "TOP-SECRET") {
 				t.Errorf("GET %s = %d %q, want 403", path, code, body)
 			}
 		}
 	}
-	if code, body := get("/logs/plain.log"); code != 200 || body != "plain line\n" {
+	if code, body := n.GetWithin(10*time.Second, "/logs/plain.log"); code != 200 || body != "plain line\n" {
 		t.Errorf("GET /logs/plain.log = %d %q", code, body)
 	}
-	if code, body := get("/logs/"); code != 200 || !strings.Contains(body, "plain.log") {
+	if code, body := n.GetWithin(10*time.Second, "/logs/"); code != 200 || !strings.Contains(body, "plain.log") {
 		t.Errorf("GET /logs/ = %d %q", code, body)
 	}
 }
