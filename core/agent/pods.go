@@ -100,9 +100,10 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		return nil, err
 	}
 	if p.devices, err = devices.New(devices.Options{
-		Plugins: devices.HostSlots(a.plugins),
-		RootDir: cfg.RootDir,
-		Logger:  a.log.Named("devices"),
+		Plugins:    devices.HostSlots(a.plugins),
+		RootDir:    cfg.RootDir,
+		Logger:     a.log.Named("devices"),
+		Registerer: reg,
 	}); err != nil {
 		return nil, err
 	}

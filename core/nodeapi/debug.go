@@ -28,6 +28,10 @@ const (
 // registers these on http.DefaultServeMux, which nothing in microlet serves.
 func (h *handlers) profiling() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if profileOutlastsWriteTimeout(r) {
+			writePlainText(w, http.StatusBadRequest, "profile duration exceeds server's WriteTimeout")
+			return
+		}
 		switch strings.TrimPrefix(r.URL.Path, pprofPath) {
 		case "profile":
 			pprof.Profile(w, r)
@@ -41,6 +45,20 @@ func (h *handlers) profiling() http.Handler {
 			pprof.Index(w, r)
 		}
 	})
+}
+
+// profileOutlastsWriteTimeout is net/http/pprof's check before Go 1.23: a
+// profile, trace or delta whose ?seconds= reaches the server's write
+// timeout is refused. Go 1.23 dropped it and stretches the write deadline
+// instead, so a client could hold the process's one CPU profiler (every
+// other profile request fails meanwhile) for as long as it asks.
+func profileOutlastsWriteTimeout(r *http.Request) bool {
+	seconds, err := strconv.ParseFloat(r.FormValue("seconds"), 64)
+	if err != nil {
+		return false // pprof answers a malformed value itself
+	}
+	srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
+	return ok && srv.WriteTimeout > 0 && seconds >= srv.WriteTimeout.Seconds()
 }
 
 // cmdline is pprof.Cmdline with the values of the flags that may carry

@@ -2,9 +2,11 @@ package nodeapi
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -24,23 +26,54 @@ func (h *handlers) nodeLogs() http.Handler {
 			return
 		}
 		defer root.Close()
-		http.StripPrefix("/logs/", http.FileServerFS(confinedFS{root.FS(), h.log})).ServeHTTP(w, r)
+		http.StripPrefix("/logs/", http.FileServerFS(confinedFS{root, h.log})).ServeHTTP(w, r)
 	})
 }
 
-// confinedFS turns os.Root's refusals (a symlink or path leading out of the
-// directory) into permission errors, which the file server answers with
-// 403, instead of 500.
+// confinedFS opens only directories and regular files whose identity lies
+// under the root, and turns every refusal into a permission error, which the
+// file server answers with 403 instead of 500.
 type confinedFS struct {
-	fs.FS
-	log hclog.Logger
+	root *os.Root
+	log  hclog.Logger
 }
 
 func (c confinedFS) Open(name string) (fs.File, error) {
-	f, err := c.FS.Open(name)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	// O_NONBLOCK: opening a FIFO or a device would otherwise block a thread
+	// until a writer comes, which no request deadline can interrupt.
+	f, err := c.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err == nil {
+		err = servable(f)
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		c.log.Debug("/logs refused a path", "path", name, "error", err)
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
 	}
 	return f, err
+}
+
+// servable refuses what is not a directory or a regular file, and a regular
+// file with more than one link: a hard link in the directory may name a file
+// outside it (/etc/shadow), and the link count is the only sign of it.
+func servable(f *os.File) error {
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	switch {
+	case info.IsDir():
+		return nil
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file (%s)", f.Name(), info.Mode().Type())
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return fmt.Errorf("%s has %d hard links, some may lie outside the directory", f.Name(), st.Nlink)
+	}
+	return nil
 }

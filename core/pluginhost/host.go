@@ -247,12 +247,13 @@ func (h *Host) binaryDigest(spec resolvedSpec) (string, error) {
 	return bin.sha256()
 }
 
-// binaryChanged tells the slots that run the named binary.
+// binaryChanged tells the slots that run the named binary, or every slot
+// when the directory itself changed (name "").
 func (h *Host) binaryChanged(name string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, slot := range h.slots {
-		if slot.binaryName() == name {
+		if name == "" || slot.binaryName() == name { // "": the directory itself
 			slot.notifyBinaryChanged()
 		}
 	}

@@ -40,7 +40,7 @@ func (h *Host) launch(ctx context.Context, spec resolvedSpec, mode launchMode) (
 
 	bin, err := openVerifiedBinary(h.opts.Dir, spec.Binary, spec.SHA256, os.Geteuid())
 	if err != nil {
-		return nil, err
+		return nil, binaryRefusal{err}
 	}
 	defer bin.Close() // the runner closes it once started; this covers failures before
 

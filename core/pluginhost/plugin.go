@@ -170,6 +170,9 @@ func (p *Plugin) setState(state State, cause error) {
 		p.state = state
 		p.since = time.Now()
 	}
+	if state == Starting {
+		p.lastErr = "" // a fresh start: the failures before it are stale
+	}
 	if cause != nil {
 		p.lastErr = cause.Error()
 	}

@@ -61,7 +61,8 @@ type Status struct {
 	Restarts int
 	Swaps    int
 	// LastError is the latest failure (exit, hang, refused launch or swap);
-	// empty if none.
+	// empty if none since the slot last started afresh (config, reload,
+	// binary change).
 	LastError string
 	// ConfigNotApplied says why the serving process does not run what the
 	// config asks for (a binary that does not exist, a config the new

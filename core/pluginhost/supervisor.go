@@ -39,6 +39,7 @@ type supervisor struct {
 	budget       restartBudget
 	attempt      int // restarts in the current crash loop
 	restartTimer *time.Timer
+	retryTimer   *time.Timer // a refused slot's next try
 	outageStart  time.Time
 	lastExit     string
 }
@@ -51,9 +52,12 @@ func (h *Host) supervise(p *Plugin) {
 		if s.proc != nil {
 			exited = s.proc.exited
 		}
-		var restartDue <-chan time.Time
+		var restartDue, retryDue <-chan time.Time
 		if s.restartTimer != nil {
 			restartDue = s.restartTimer.C
+		}
+		if s.retryTimer != nil {
+			retryDue = s.retryTimer.C
 		}
 		select {
 		case <-exited:
@@ -61,6 +65,9 @@ func (h *Host) supervise(p *Plugin) {
 		case <-restartDue:
 			s.restartTimer = nil
 			s.restart()
+		case <-retryDue:
+			s.retryTimer = nil
+			s.retryRefused()
 		case <-p.binaryChanged:
 			s.onBinaryChanged()
 		case cmd := <-p.commands:
@@ -185,6 +192,10 @@ func (s *supervisor) restart() {
 	if err != nil && s.h.ctx.Err() != nil {
 		return // the host is closing: the stop command follows
 	}
+	if isBinaryRefusal(err) {
+		s.fail(err) // the same refusal would follow at once: see binaryRefusal
+		return
+	}
 	if err != nil {
 		s.lastExit = err.Error()
 		s.p.setLastError(err)
@@ -204,6 +215,7 @@ func (s *supervisor) fail(err error) {
 	s.h.emit(Event{Type: EventFailed, Kind: s.spec.Kind, Name: s.spec.Name, Reason: err.Error()})
 	s.h.log.Error("PLUGIN FAILED: its kind falls back until the config or the binary changes",
 		"plugin", s.spec.String(), "fallback", s.spec.Kind.Fallback(), "error", err)
+	s.retryRefusedLater(err)
 }
 
 // swap replaces the serving process by one running spec, and keeps the old
@@ -292,5 +304,9 @@ func (s *supervisor) cancelRestart() {
 	if s.restartTimer != nil {
 		s.restartTimer.Stop()
 		s.restartTimer = nil
+	}
+	if s.retryTimer != nil {
+		s.retryTimer.Stop()
+		s.retryTimer = nil
 	}
 }

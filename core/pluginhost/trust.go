@@ -43,8 +43,16 @@ func openVerifiedBinary(dir, name, pin string, euid int) (*verifiedBinary, error
 		return nil, err
 	}
 	path := filepath.Join(dir, name)
-	dirFD, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
+	if err := checkDirParents(dir); err != nil {
+		return nil, err
+	}
+	// O_NOFOLLOW: a symlinked directory could be pointed elsewhere by
+	// whoever may write the link's directory.
+	dirFD, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	switch {
+	case errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) && isSymlink(dir):
+		return nil, fmt.Errorf("plugin directory %s is a symlink; expected the directory itself (a link can be pointed elsewhere)", dir)
+	case err != nil:
 		return nil, fmt.Errorf("plugin directory %s: %w", dir, err)
 	}
 	defer unix.Close(dirFD)
@@ -124,6 +132,31 @@ func contentSHA256(r io.Reader) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// checkDirParents refuses a plugin directory in a directory that anyone
+// may write without the sticky bit: anyone could rename the plugin
+// directory away and put their own in its place. (/tmp, sticky, is fine:
+// only the owner may rename there.)
+func checkDirParents(dir string) error {
+	for parent := filepath.Dir(dir); ; parent = filepath.Dir(parent) {
+		var st unix.Stat_t
+		if err := unix.Stat(parent, &st); err != nil {
+			return fmt.Errorf("plugin directory %s: parent %s: %w", dir, parent, err)
+		}
+		if st.Mode&0o002 != 0 && st.Mode&unix.S_ISVTX == 0 {
+			return fmt.Errorf("plugin directory %s sits in %s, which anyone may write (mode %04o, no sticky bit); expected parents writable by their owner only",
+				dir, parent, st.Mode&0o7777)
+		}
+		if parent == filepath.Dir(parent) {
+			return nil
+		}
+	}
+}
+
+func isSymlink(path string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
 }
 
 // checkOwnerAndMode refuses a file or directory that anyone but its owner

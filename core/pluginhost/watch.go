@@ -20,8 +20,10 @@ const watchDebounce = 100 * time.Millisecond
 const binaryEvents = fsnotify.Create | fsnotify.Rename | fsnotify.Write | fsnotify.Chmod
 
 // dirWatcher reports, debounced, which file names in the plugin directory
-// changed.
+// changed, and "" for the directory itself (its mode or owner: a fix of a
+// refused directory, or a new danger to report).
 type dirWatcher struct {
+	dir     string
 	watcher *fsnotify.Watcher
 	log     hclog.Logger
 	changed func(name string)
@@ -41,7 +43,7 @@ func watchDir(dir string, log hclog.Logger, changed func(name string)) (*dirWatc
 		w.Close()
 		return nil, fmt.Errorf("watch plugin directory %s: %w", dir, err)
 	}
-	dw := &dirWatcher{watcher: w, log: log, changed: changed, pending: map[string]*time.Timer{}, done: make(chan struct{})}
+	dw := &dirWatcher{dir: filepath.Clean(dir), watcher: w, log: log, changed: changed, pending: map[string]*time.Timer{}, done: make(chan struct{})}
 	go dw.run()
 	return dw, nil
 }
@@ -54,7 +56,10 @@ func (dw *dirWatcher) run() {
 			if !ok {
 				return
 			}
-			if ev.Op&binaryEvents != 0 {
+			switch {
+			case filepath.Clean(ev.Name) == dw.dir:
+				dw.debounce("")
+			case ev.Op&binaryEvents != 0:
 				dw.debounce(filepath.Base(ev.Name))
 			}
 		case err, ok := <-dw.watcher.Errors:

@@ -172,6 +172,7 @@ func (a *podAdmission) allocateContainer(ctx context.Context, container, resourc
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.warnSharedPaths(a.pod.Namespace+"/"+a.pod.Name, container, resource, resp)
 	m.allocations.set(a.pod.UID, container, resource, &allocation{
 		owner: plan.owner, preStartRequired: plan.preStartRequired, devices: plan.perNUMA(), response: resp,
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -69,6 +70,8 @@ type Options struct {
 	// DefaultCallTimeout. PreStartContainer has upstream's 30 s.
 	CallTimeout time.Duration
 	Logger      hclog.Logger
+	// Registerer takes the manager's metrics; nil: none.
+	Registerer prometheus.Registerer
 }
 
 // Manager allocates devices of the devices plugins to containers. It
@@ -99,6 +102,8 @@ type Manager struct {
 	restored sets.Set[types.UID]
 	// conflicts already logged, as "<plugin> <resource>".
 	conflicts sets.Set[string]
+	// sharedPaths counts allocations of a device node two resources hold.
+	sharedPaths *prometheus.CounterVec
 }
 
 // New restores the checkpoint (a corrupt one is set aside and reported);
@@ -130,6 +135,10 @@ func New(opts Options) (*Manager, error) {
 		allocations: podAllocations{},
 		restored:    sets.New[types.UID](),
 		conflicts:   sets.New[string](),
+	}
+	var err error
+	if m.sharedPaths, err = newSharedPathsMetric(opts.Registerer); err != nil {
+		return nil, err
 	}
 	if err := m.restore(); err != nil {
 		return nil, err

@@ -139,7 +139,7 @@ func (m *Manager) pluginRemovedLocked(plugin string) {
 		}
 		r.devices = unhealthy
 		m.log.Info("device plugin removed; its resource is unhealthy until the grace period ends", "plugin", pluginName(plugin),
-			"resource", name, "grace_period", m.grace)
+			"resource", name, "grace_period", m.grace.String())
 	}
 }
 
@@ -157,7 +157,7 @@ func (m *Manager) expire() {
 	if len(dropped) == 0 {
 		return
 	}
-	m.log.Info("resources without a device plugin for the grace period are dropped", "resources", dropped, "grace_period", m.grace)
+	m.log.Info("resources without a device plugin for the grace period are dropped", "resources", dropped, "grace_period", m.grace.String())
 	// A failure is logged; the next change writes the checkpoint again.
 	_ = m.writeCheckpoint()
 }

@@ -91,7 +91,7 @@ func (a *accessReviews) Authorize(ctx context.Context, attrs Attributes) (bool, 
 	if err != nil {
 		return false, "", err
 	}
-	res := accessResult{allowed: status.Allowed, reason: status.Reason}
+	res := accessResult{allowed: status.Allowed, reason: reviewReason(status)}
 	ttl := a.denyTTL
 	if res.allowed {
 		ttl = a.allowTTL
@@ -119,4 +119,16 @@ func reviewSpec(attrs Attributes) authorizationv1.SubjectAccessReviewSpec {
 		}
 	}
 	return spec
+}
+
+// reviewReason is the review's reason, with the error that kept the API
+// server's authorizers from deciding: a failed review often has no reason.
+func reviewReason(status *authorizationv1.SubjectAccessReviewStatus) string {
+	switch {
+	case status.EvaluationError == "":
+		return status.Reason
+	case status.Reason == "":
+		return "evaluation error: " + status.EvaluationError
+	}
+	return status.Reason + "; evaluation error: " + status.EvaluationError
 }

@@ -130,3 +130,20 @@ func TestBuild(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewReason: a review the API server could not evaluate says why,
+// instead of an empty reason.
+func TestReviewReason(t *testing.T) {
+	for _, tc := range []struct {
+		status authorizationv1.SubjectAccessReviewStatus
+		want   string
+	}{
+		{authorizationv1.SubjectAccessReviewStatus{Reason: "no rule"}, "no rule"},
+		{authorizationv1.SubjectAccessReviewStatus{EvaluationError: "webhook down"}, "evaluation error: webhook down"},
+		{authorizationv1.SubjectAccessReviewStatus{Reason: "no rule", EvaluationError: "webhook down"}, "no rule; evaluation error: webhook down"},
+	} {
+		if got := reviewReason(&tc.status); got != tc.want {
+			t.Errorf("reviewReason(%+v) = %q, want %q", tc.status, got, tc.want)
+		}
+	}
+}

@@ -31,9 +31,10 @@ func (a *Auth) Filter(next http.Handler, log hclog.Logger) http.Handler {
 			return
 		}
 		subresources := make([]string, 0, len(attrs))
+		var reasons []string
 		for _, attr := range attrs {
 			subresources = append(subresources, attr.Subresource)
-			allowed, _, err := a.authorizer.Authorize(r.Context(), attr)
+			allowed, reason, err := a.authorizer.Authorize(r.Context(), attr)
 			if err != nil {
 				log.Error("authorization error", "user", user.Name, "verb", attr.Verb, "resource", "nodes", "subresource", attr.Subresource, "error", err)
 				writeError(w, http.StatusInternalServerError, fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=%s, subresource=%s)",
@@ -44,8 +45,11 @@ func (a *Auth) Filter(next http.Handler, log hclog.Logger) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
+			if reason != "" {
+				reasons = append(reasons, reason)
+			}
 		}
-		log.Debug("forbidden", "user", user.Name, "verb", attrs[0].Verb, "resource", "nodes", "subresources", subresources)
+		log.Debug("forbidden", "user", user.Name, "verb", attrs[0].Verb, "resource", "nodes", "subresources", subresources, "reasons", reasons)
 		writeError(w, http.StatusForbidden, fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=%v)\n",
 			user.Name, attrs[0].Verb, "nodes", subresources))
 	})

@@ -19,8 +19,9 @@ const (
 	podEtcHostsName      = "etc-hosts"
 	// logPathDelimiter joins a pod log directory's parts.
 	logPathDelimiter = "_"
-	// maxLogFileNameLen is ext4's limit, which the /var/log/containers
-	// symlink names are cut to.
+	// maxLogFileNameLen is ext4's limit on a file name, which the
+	// /var/log/containers symlink names are cut to and a pod's log
+	// directory name must keep to.
 	maxLogFileNameLen = 255
 )
 
@@ -44,7 +45,26 @@ func (m *Manager) podEtcHostsPath(uid types.UID) string {
 
 // podLogsDir is a sandbox's log directory, <PodLogsDir>/<ns>_<name>_<uid>.
 func (m *Manager) podLogsDir(namespace, name string, uid types.UID) string {
-	return filepath.Join(m.opts.PodLogsDir, strings.Join([]string{namespace, name, string(uid)}, logPathDelimiter))
+	return filepath.Join(m.opts.PodLogsDir, podLogsDirName(namespace, name, uid))
+}
+
+func podLogsDirName(namespace, name string, uid types.UID) string {
+	return strings.Join([]string{namespace, name, string(uid)}, logPathDelimiter)
+}
+
+// CheckPodLogsDirName refuses a pod whose log directory's name would not fit
+// in a file name: a valid pod name has up to 253 characters, and with its
+// namespace and UID the name can pass the file system's limit, which would
+// fail the sandbox's creation (ENAMETOOLONG) for as long as the pod exists.
+// The kubelet has the same layout and fails the same way, at every sync.
+func CheckPodLogsDirName(pod *v1.Pod) error {
+	name := podLogsDirName(pod.Namespace, pod.Name, pod.UID)
+	if len(name) <= maxLogFileNameLen {
+		return nil
+	}
+	maxName := maxLogFileNameLen - (len(name) - len(pod.Name))
+	return fmt.Errorf("the pod's log directory name %s_<name>_%s would have %d characters, over the file system's limit of %d: "+
+		"the pod name may have at most %d characters in namespace %q", pod.Namespace, pod.UID, len(name), maxLogFileNameLen, maxName, pod.Namespace)
 }
 
 // containerLogPath is a container instance's log file relative to its

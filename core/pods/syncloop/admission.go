@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/microlet/microlet/core/pods/podruntime"
 )
 
 // Admission is one admitter's verdict on a new pod.
@@ -38,6 +40,19 @@ func (m maxPodsAdmitter) Name() string { return "max-pods" }
 func (m maxPodsAdmitter) Admit(_ context.Context, _ *v1.Pod, admitted []*v1.Pod) Admission {
 	if m.max > 0 && len(admitted) >= m.max {
 		return Admission{Reason: "OutOfpods", Message: fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", len(admitted), m.max)}
+	}
+	return Admission{Admit: true}
+}
+
+// logsDirAdmitter refuses a pod whose log directory cannot be created: its
+// name would pass the file system's limit.
+type logsDirAdmitter struct{}
+
+func (logsDirAdmitter) Name() string { return "pod-logs-dir" }
+
+func (logsDirAdmitter) Admit(_ context.Context, pod *v1.Pod, _ []*v1.Pod) Admission {
+	if err := podruntime.CheckPodLogsDirName(pod); err != nil {
+		return Admission{Reason: "PodNameTooLong", Message: err.Error()}
 	}
 	return Admission{Admit: true}
 }

@@ -168,7 +168,7 @@ func New(opts Options) (*Loop, error) {
 	if l.counts, err = newPodCounts(opts.Registerer); err != nil {
 		return nil, err
 	}
-	l.opts.Admitters = append([]Admitter{maxPodsAdmitter{max: opts.MaxPods}}, opts.Admitters...)
+	l.opts.Admitters = append([]Admitter{logsDirAdmitter{}, maxPodsAdmitter{max: opts.MaxPods}}, opts.Admitters...)
 	return l, nil
 }
 

@@ -167,6 +167,26 @@ func (n *apiNode) Get(path string) (int, string) {
 	return Do(n.t, n.Admin, http.MethodGet, n.Secure+path, nil)
 }
 
+// GetWithin GETs a path of the secure port as admin, giving up after
+// timeout: a hang is an answer (code 0 and the error) rather than a stuck
+// test.
+func (n *apiNode) GetWithin(timeout time.Duration, path string) (int, string) {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.Secure+path, nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	resp, err := n.Admin.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
 // Pod is the named pushed pod as /pods on the secure port lists it, nil if
 // it is not there.
 func (n *apiNode) Pod(name string) *v1.Pod {

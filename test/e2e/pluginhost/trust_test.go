@@ -86,3 +86,57 @@ func TestUnsafePluginFilesAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestUnsafePluginDirPlacesAreRefused: a plugin directory reached through a
+// symlink, or inside a directory anyone may write without the sticky bit,
+// is refused like a writable one: whoever may write there can put another
+// directory in its place.
+func TestUnsafePluginDirPlacesAreRefused(t *testing.T) {
+	tests := []struct {
+		name  string
+		place func(t *testing.T) string // the plugin_dir, with the plugin installed
+		want  string
+	}{
+		{
+			name: "symlink",
+			place: func(t *testing.T) string {
+				real := PluginDir(t)
+				Install(t, bins.Plugin, real, evictionAlpha.BinaryName())
+				link := filepath.Join(PluginDir(t), "plugins")
+				if err := os.Symlink(real, link); err != nil {
+					t.Fatal(err)
+				}
+				return link
+			},
+			want: "is a symlink",
+		},
+		{
+			name: "world-writable parent",
+			place: func(t *testing.T) string {
+				parent := PluginDir(t)
+				dir := filepath.Join(parent, "plugins")
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				Install(t, bins.Plugin, dir, evictionAlpha.BinaryName())
+				if err := os.Chmod(parent, 0o777); err != nil {
+					t.Fatal(err)
+				}
+				return dir
+			},
+			want: "which anyone may write",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host := NewHost(t, tt.place(t), pluginhost.Options{})
+			err := host.Reconcile(context.Background(), []pluginhost.Spec{evictionAlpha})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Reconcile: %v, want a refusal saying %q", err, tt.want)
+			}
+			if st := mustStatus(t, host, "eviction", "alpha"); st.State != pluginhost.Failed || st.PID != 0 {
+				t.Errorf("status %+v, want failed without a process", st)
+			}
+		})
+	}
+}
