@@ -138,6 +138,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		Resources:             p.cgroups,
 		ContainerOptions:      p.devices,
 		NodeAllocatable:       p.cgroups.Allocatable,
+		VolumeSources:         c.volumeSources(),
 		MaxParallelImagePulls: parallelImagePulls(cfg),
 		Logger:                a.log.Named("runtime"),
 		Registerer:            reg,

@@ -46,6 +46,10 @@ type Options struct {
 	// limits of containers that set none and for the size of memory-backed
 	// emptyDirs, as upstream; nil: the machine's CPUs and memory.
 	NodeAllocatable func() v1.ResourceList
+	// VolumeSources reads the API objects configMap, secret and projected
+	// volumes show; nil on a standalone node, where pods with such volumes
+	// wait with FailedMount.
+	VolumeSources VolumeSources
 	// MaxParallelImagePulls bounds concurrent pulls: 0 or 1 serializes them
 	// (the kubelet's serializeImagePulls default), n > 1 allows n at once.
 	MaxParallelImagePulls int
@@ -178,7 +182,7 @@ func newManager(opts Options) (*Manager, error) {
 		nodeIPs:   nodeIPs,
 		crashLoop: newBackoff(containerBackOffPeriod, maxContainerBackOff, opts.Clock),
 		dns:       &dnsConfigurer{clusterDNS: clusterDNS, clusterDomain: opts.DNS.ClusterDomain, resolvConf: opts.DNS.ResolvConf, nodeIPs: nodeIPs, log: log},
-		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable),
+		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable, opts.VolumeSources, opts.Clock),
 		metrics:   met,
 	}
 	m.images = newImagePuller(opts.CRI, opts.MaxParallelImagePulls, opts.Clock, met, log)
