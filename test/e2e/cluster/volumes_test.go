@@ -1,0 +1,128 @@
+//go:build e2e
+
+package clustere2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/microlet/microlet/internal/devnode"
+)
+
+// TestDeploymentWithTheServiceAccountVolume: a Deployment as `kubectl
+// create deployment` makes it, with the default service account volume
+// (a projected token, kube-root-ca.crt and the namespace), runs; its
+// container reads the token, which the API server's TokenReview accepts
+// as the service account's bound to the pod, and its namespace.
+func TestDeploymentWithTheServiceAccountVolume(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeOptions{})
+	waitReady(t, n, "")
+	ns := testNamespace(t)
+	// No replica until the pods are pinned to this node: other tests'
+	// nodes share the control plane.
+	kubectl(t, "create", "deployment", "sa", "-n", ns, "--image="+devnode.DefaultTestImage, "--replicas=0", "--", "sleep", "3600")
+	kubectl(t, "patch", "deployment", "sa", "-n", ns, "-p", fmt.Sprintf(`{"spec":{"template":{"spec":{"nodeSelector":{%q:%q}}}}}`, v1.LabelHostname, n.Name))
+	kubectl(t, "scale", "deployment", "sa", "-n", ns, "--replicas=1")
+	var pod *v1.Pod
+	n.Eventually("the deployment's pod Running", func() (bool, string) {
+		list, err := cluster(t).Admin.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=sa"})
+		if err != nil || len(list.Items) != 1 {
+			return false, fmt.Sprintf("%d pods, %v", len(list.Items), err)
+		}
+		pod = &list.Items[0]
+		return pod.Status.Phase == v1.PodRunning, describe(pod, nil)
+	})
+	if !hasServiceAccountVolume(pod) {
+		t.Fatalf("the pod has no kube-api-access volume: %+v", pod.Spec.Volumes)
+	}
+	const dir = "/var/run/secrets/kubernetes.io/serviceaccount/"
+	if got := kubectl(t, "exec", "-n", ns, pod.Name, "--", "cat", dir+"namespace"); got != ns {
+		t.Errorf("namespace file %q, want %q", got, ns)
+	}
+	if got := kubectl(t, "exec", "-n", ns, pod.Name, "--", "cat", dir+"ca.crt"); !strings.HasPrefix(got, "-----BEGIN CERTIFICATE-----") {
+		t.Errorf("ca.crt %q, want the cluster's CA", got)
+	}
+	token := kubectl(t, "exec", "-n", ns, pod.Name, "--", "cat", dir+"token")
+	review, err := cluster(t).Admin.AuthenticationV1().TokenReviews().Create(context.Background(),
+		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := review.Status
+	if !st.Authenticated || st.User.Username != "system:serviceaccount:"+ns+":default" ||
+		strings.Join(st.User.Extra["authentication.kubernetes.io/pod-name"], "") != pod.Name {
+		t.Errorf("TokenReview of the mounted token: %+v, want the default service account's, bound to pod %s", st, pod.Name)
+	}
+}
+
+func hasServiceAccountVolume(pod *v1.Pod) bool {
+	for _, v := range pod.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") && v.Projected != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// TestConfigMapAndSecretVolumes: a pod waits (ContainerCreating) while its
+// configMap is missing and runs once it exists; its configMap and secret
+// files are there with their modes, behind upstream's ..data layout, and
+// an edit of the configMap reaches the mounted file.
+func TestConfigMapAndSecretVolumes(t *testing.T) {
+	t.Parallel()
+	// A short sync period: updates reach files on a pod sync.
+	n := startNode(t, nodeOptions{Settings: map[string]string{"sync_frequency": `"5s"`}})
+	waitReady(t, n, "")
+	ns := testNamespace(t)
+	ctx := context.Background()
+	admin := cluster(t).Admin
+	if _, err := admin.CoreV1().Secrets(ns).Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sec"},
+		StringData: map[string]string{"password": "s3cret"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mode := int32(0o400)
+	spec := apiPodSpec(n, v1.Container{Name: "app", Image: devnode.DefaultTestImage, Command: []string{"sh", "-c", untilTerm},
+		VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}, {Name: "sec", MountPath: "/sec"}}},
+		v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"},
+			Items: []v1.KeyToPath{{Key: "greeting", Path: "conf/greeting"}}}}},
+		v1.Volume{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec", DefaultMode: &mode}}})
+	if _, err := admin.CoreV1().Pods(ns).Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "files"}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAPIPod(t, n, ns, "files", "Pending, ContainerCreating while the configMap is missing", func(p *v1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return p.Status.Phase == v1.PodPending && len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "ContainerCreating"
+	})
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"greeting": "hello"}}
+	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAPIPod(t, n, ns, "files", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+
+	exec := func(script string) string { return kubectl(t, "exec", "-n", ns, "files", "--", "sh", "-c", script) }
+	if got := exec("cat /cfg/conf/greeting; echo; cat /sec/password"); got != "hello\ns3cret" {
+		t.Errorf("files %q, want the configMap's and the secret's values", got)
+	}
+	if got := exec("stat -L -c %a /sec/password; readlink /cfg/conf; readlink /cfg/..data"); !strings.HasPrefix(got, "400\n..data/conf\n..20") {
+		t.Errorf("mode and links %q, want 400, conf -> ..data/conf, ..data -> the timestamped directory", got)
+	}
+	if got := exec("grep ' /sec ' /proc/mounts | cut -d' ' -f3,4"); !strings.HasPrefix(got, "tmpfs ro") {
+		t.Errorf("/sec is mounted %q, want a read-only tmpfs", got)
+	}
+
+	cm.Data["greeting"] = "hello again"
+	if _, err := admin.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n.Eventually("the configMap's update in the mounted file", func() (bool, string) {
+		got := exec("cat /cfg/conf/greeting")
+		return got == "hello again", got
+	})
+}
