@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/microlet/microlet/internal/devnode"
 )
@@ -43,13 +46,13 @@ func TestDeploymentWithTheServiceAccountVolume(t *testing.T) {
 		t.Fatalf("the pod has no kube-api-access volume: %+v", pod.Spec.Volumes)
 	}
 	const dir = "/var/run/secrets/kubernetes.io/serviceaccount/"
-	if got := kubectl(t, "exec", "-n", ns, pod.Name, "--", "cat", dir+"namespace"); got != ns {
+	if got := execIn(t, n, pod.UID, "cat", dir+"namespace"); got != ns {
 		t.Errorf("namespace file %q, want %q", got, ns)
 	}
-	if got := kubectl(t, "exec", "-n", ns, pod.Name, "--", "cat", dir+"ca.crt"); !strings.HasPrefix(got, "-----BEGIN CERTIFICATE-----") {
+	if got := execIn(t, n, pod.UID, "cat", dir+"ca.crt"); !strings.HasPrefix(got, "-----BEGIN CERTIFICATE-----") {
 		t.Errorf("ca.crt %q, want the cluster's CA", got)
 	}
-	token := kubectl(t, "exec", "-n", ns, pod.Name, "--", "cat", dir+"token")
+	token := execIn(t, n, pod.UID, "cat", dir+"token")
 	review, err := cluster(t).Admin.AuthenticationV1().TokenReviews().Create(context.Background(),
 		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 	if err != nil {
@@ -60,6 +63,31 @@ func TestDeploymentWithTheServiceAccountVolume(t *testing.T) {
 		strings.Join(st.User.Extra["authentication.kubernetes.io/pod-name"], "") != pod.Name {
 		t.Errorf("TokenReview of the mounted token: %+v, want the default service account's, bound to pod %s", st, pod.Name)
 	}
+}
+
+// execIn runs cmd in the pod's running container through the node's
+// runtime and returns its stdout. (kubectl exec would need the API server
+// to reach the node API by the node's hostname, which the harness's
+// nodes do not resolve.)
+func execIn(t *testing.T, n *clusterNode, uid types.UID, cmd ...string) string {
+	t.Helper()
+	for _, c := range n.Containers(uid) {
+		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := n.CRI.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: c.Id, Cmd: cmd, Timeout: 20})
+		if err != nil {
+			t.Fatalf("exec %v: %v", cmd, err)
+		}
+		if resp.ExitCode != 0 {
+			t.Fatalf("exec %v: exit code %d: %s", cmd, resp.ExitCode, resp.Stderr)
+		}
+		return string(resp.Stdout)
+	}
+	t.Fatalf("exec %v: pod %s has no running container", cmd, uid)
+	return ""
 }
 
 func hasServiceAccountVolume(pod *v1.Pod) bool {
@@ -104,9 +132,9 @@ func TestConfigMapAndSecretVolumes(t *testing.T) {
 	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitAPIPod(t, n, ns, "files", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	pod := waitAPIPod(t, n, ns, "files", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 
-	exec := func(script string) string { return kubectl(t, "exec", "-n", ns, "files", "--", "sh", "-c", script) }
+	exec := func(script string) string { return execIn(t, n, pod.UID, "sh", "-c", script) }
 	if got := exec("cat /cfg/conf/greeting; echo; cat /sec/password"); got != "hello\ns3cret" {
 		t.Errorf("files %q, want the configMap's and the secret's values", got)
 	}
