@@ -13,6 +13,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -35,8 +36,8 @@ type Sources struct {
 
 type objectKey struct{ kind, namespace, name string }
 
-// cachedObject is a GET's answer, an error (NotFound) included, and when
-// it was read.
+// cachedObject is a GET's answer, the object or NotFound, and when it was
+// read.
 type cachedObject struct {
 	obj  any
 	err  error
@@ -57,7 +58,7 @@ func New(client kubernetes.Interface, ttl time.Duration, now func() time.Time) *
 
 // GetConfigMap reads namespace/name.
 func (s *Sources) GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
-	obj, err := s.get(ctx, objectKey{"configmap", namespace, name}, func() (any, error) {
+	obj, err := s.get(objectKey{"configmap", namespace, name}, func() (any, error) {
 		return s.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 	})
 	if err != nil {
@@ -68,7 +69,7 @@ func (s *Sources) GetConfigMap(ctx context.Context, namespace, name string) (*v1
 
 // GetSecret reads namespace/name.
 func (s *Sources) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
-	obj, err := s.get(ctx, objectKey{"secret", namespace, name}, func() (any, error) {
+	obj, err := s.get(objectKey{"secret", namespace, name}, func() (any, error) {
 		return s.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	})
 	if err != nil {
@@ -80,7 +81,7 @@ func (s *Sources) GetSecret(ctx context.Context, namespace, name string) (*v1.Se
 // get answers from the cache while its entry is younger than the TTL, else
 // reads. Entries older than the TTL are dropped on the way, so objects no
 // pod mounts any more do not stay.
-func (s *Sources) get(ctx context.Context, key objectKey, read func() (any, error)) (any, error) {
+func (s *Sources) get(key objectKey, read func() (any, error)) (any, error) {
 	now := s.now()
 	s.mu.Lock()
 	for k, c := range s.objects {
@@ -94,8 +95,8 @@ func (s *Sources) get(ctx context.Context, key objectKey, read func() (any, erro
 		return c.obj, c.err
 	}
 	obj, err := read()
-	if err != nil && ctx.Err() != nil {
-		return nil, err // not an answer of the API server: not cached
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, err // a refusal or an outage may pass: not cached
 	}
 	s.mu.Lock()
 	s.objects[key] = cachedObject{obj: obj, err: err, read: now}
