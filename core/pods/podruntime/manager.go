@@ -47,8 +47,8 @@ type Options struct {
 	// emptyDirs, as upstream; nil: the machine's CPUs and memory.
 	NodeAllocatable func() v1.ResourceList
 	// VolumeSources reads the API objects configMap, secret and projected
-	// volumes show; nil on a standalone node, where pods with such volumes
-	// wait with FailedMount.
+	// volumes show; nil on a standalone node, where containers mounting
+	// such volumes fail with CreateContainerConfigError and the reason.
 	VolumeSources VolumeSources
 	// MaxParallelImagePulls bounds concurrent pulls: 0 or 1 serializes them
 	// (the kubelet's serializeImagePulls default), n > 1 allows n at once.

@@ -111,7 +111,8 @@ func podVolume(pod *v1.Pod, name string) *v1.Volume {
 // setUp makes a volume ready and returns its path on the node, and whether
 // it is always mounted read-only (the projected kinds, whose files the
 // node writes, as upstream). The projected kinds were written by
-// setUpPodVolumes before.
+// setUpPodVolumes before; on a standalone node, those showing API objects
+// fail the container (CreateContainerConfigError) with the reason.
 func (v *volumeManager) setUp(pod *v1.Pod, vol *v1.Volume) (string, bool, error) {
 	switch {
 	case vol.EmptyDir != nil:
@@ -126,6 +127,9 @@ func (v *volumeManager) setUp(pod *v1.Pod, vol *v1.Volume) (string, bool, error)
 		}
 		return path, false, nil
 	case projectedPluginDirOf(vol) != "":
+		if !v.canSetUp(vol) {
+			return "", false, errStandalone
+		}
 		path := v.projectedVolumePath(pod.UID, vol)
 		if _, err := os.Lstat(filepath.Join(path, atomicDataDir)); err != nil {
 			return "", false, fmt.Errorf("the volume is not set up: %w", err)

@@ -48,6 +48,30 @@ func projectedPluginDirOf(vol *v1.Volume) string {
 	return ""
 }
 
+// canSetUp reports whether vol is of a projected kind this node can write:
+// a standalone node has no API server to read objects or tokens from.
+func (v *volumeManager) canSetUp(vol *v1.Volume) bool {
+	if projectedPluginDirOf(vol) == "" {
+		return false
+	}
+	return v.sources != nil || !needsAPIServer(vol)
+}
+
+// needsAPIServer reports whether vol shows API objects or tokens.
+func needsAPIServer(vol *v1.Volume) bool {
+	if vol.ConfigMap != nil || vol.Secret != nil {
+		return true
+	}
+	if vol.Projected != nil {
+		for _, s := range vol.Projected.Sources {
+			if s.DownwardAPI == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (v *volumeManager) projectedVolumePath(uid types.UID, vol *v1.Volume) string {
 	return filepath.Join(v.podDir(uid), podVolumesDirName, projectedPluginDirOf(vol), vol.Name)
 }
@@ -62,8 +86,8 @@ func (v *volumeManager) setUpPodVolumes(ctx context.Context, pod *v1.Pod) error 
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		if projectedPluginDirOf(vol) == "" {
-			continue
+		if !v.canSetUp(vol) {
+			continue // the container using it fails with the reason
 		}
 		if err := v.setUpProjected(ctx, pod, vol, b); err != nil {
 			errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err))
@@ -97,11 +121,11 @@ func (v *volumeManager) setUpProjected(ctx context.Context, pod *v1.Pod, vol *v1
 }
 
 // projectedSetUp reports whether every configMap, secret, downwardAPI and
-// projected volume of the pod has been written once.
+// projected volume of the pod the node can write has been written once.
 func (v *volumeManager) projectedSetUp(pod *v1.Pod) bool {
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		if projectedPluginDirOf(vol) == "" {
+		if !v.canSetUp(vol) {
 			continue
 		}
 		if _, err := os.Lstat(filepath.Join(v.projectedVolumePath(pod.UID, vol), atomicDataDir)); err != nil {

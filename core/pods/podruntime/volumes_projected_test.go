@@ -72,17 +72,27 @@ func TestSetUpPodVolumes(t *testing.T) {
 	}
 }
 
-// TestProjectedVolumesStandalone: without an API server, a pod with a
-// secret waits with a reason saying why.
+// TestProjectedVolumesStandalone: without an API server, a downwardAPI
+// volume is written; a container mounting a secret fails saying why.
 func TestProjectedVolumesStandalone(t *testing.T) {
 	m := newTestManager(t)
 	fakeMounts(m)
 	pod := testPod(func(p *v1.Pod) {
-		p.Spec.Volumes = []v1.Volume{{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec"}}}}
+		p.Spec.Volumes = []v1.Volume{
+			{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec"}}},
+			{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{
+				Items: []v1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
+		}
+		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "info", MountPath: "/info"}}
+		p.Spec.Containers[1].VolumeMounts = []v1.VolumeMount{{Name: "sec", MountPath: "/sec"}}
 	})
-	result := &SyncResult{}
-	if m.mountVolumes(context.Background(), pod, result) || len(result.Steps) != 1 ||
-		!strings.Contains(result.Steps[0].Message, "standalone") {
-		t.Errorf("steps %+v, want FailedMount saying the node is standalone", result.Steps)
+	if result := (&SyncResult{}); !m.mountVolumes(context.Background(), pod, result) {
+		t.Fatalf("mountVolumes failed: %+v", result.Steps)
+	}
+	if _, err := m.volumes.containerMounts(pod, &pod.Spec.Containers[0], nil); err != nil {
+		t.Errorf("the downwardAPI volume: %v", err)
+	}
+	if _, err := m.volumes.containerMounts(pod, &pod.Spec.Containers[1], nil); err == nil || !strings.Contains(err.Error(), "standalone") {
+		t.Errorf("the secret volume: %v, want an error saying the node is standalone", err)
 	}
 }
