@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/config"
 	"github.com/microlet/microlet/core/logging"
 	"github.com/microlet/microlet/core/nodeapi"
@@ -44,6 +45,10 @@ type Agent struct {
 	metrics      *prometheus.Registry
 	probeMetrics *prometheus.Registry
 	pods         *pods
+	// recorder records the kubelet's events (events.Nop on a standalone
+	// node); nodeEvents those of the node itself.
+	recorder   events.Recorder
+	nodeEvents *events.Node
 }
 
 // New prepares an agent; Run starts it.
@@ -86,6 +91,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer cluster.stop()
+	if err := a.startEvents(ctx, cluster); err != nil {
+		return err
+	}
 	pods, err := a.newPods(ctx, a.metrics, cluster)
 	if err != nil {
 		return err

@@ -40,6 +40,7 @@ func (a *Agent) runNodeStatus(ctx context.Context, c *cluster, p *pods) error {
 		UpdateFrequency: cfg.NodeStatusUpdateFrequency,
 		ReportFrequency: cfg.NodeStatusReportFrequency,
 		Logger:          a.log.Named("nodestatus"),
+		OnEvent:         a.nodeStatusEvent,
 	})
 	lease := nodelease.New(nodelease.Options{
 		Client:          c.client,

@@ -140,6 +140,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		NodeAllocatable:       p.cgroups.Allocatable,
 		VolumeSources:         c.volumeSources(),
 		MaxParallelImagePulls: parallelImagePulls(cfg),
+		Events:                a.recorder,
 		Logger:                a.log.Named("runtime"),
 		Registerer:            reg,
 	})
@@ -179,6 +180,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		SyncFrequency: cfg.SyncFrequency,
 		Logger:        a.log.Named("syncloop"),
 		Registerer:    reg,
+		Recorder:      a.recorder,
 	}
 	if p.prober != nil {
 		loopOpts.Prober = p.prober
@@ -215,6 +217,7 @@ func (a *Agent) newNodeResources(p *pods, reg prometheus.Registerer) error {
 		EvictionReservation: p.evictionReservation,
 		Registerer:          reg,
 		Logger:              a.log.Named("cgroups"),
+		NodeEvents:          a.nodeEvents,
 	})
 	return err
 }
@@ -233,6 +236,7 @@ func (a *Agent) newProber(p *pods, nodeIPs []string) error {
 		CallTimeout: a.cfg.PluginHost.CallTimeout,
 		Registerer:  a.probeMetrics,
 		Logger:      a.log.Named("prober"),
+		Events:      a.recorder,
 	})
 	return err
 }

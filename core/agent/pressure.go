@@ -29,6 +29,8 @@ func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 		PodLogsDir:       cfg.PodLogsDir,
 		ContainerLogsDir: cfg.ContainerLogsDir,
 		Logger:           a.log.Named("gc"),
+		Events:           a.recorder,
+		NodeName:         cfg.NodeName,
 	}); err != nil {
 		return err
 	}
@@ -55,6 +57,8 @@ func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 		MaxPodsPerCycle:    cfg.EvictionMaxPodsPerCycle,
 		Logger:             a.log.Named("eviction"),
 		Registerer:         reg,
+		Events:             a.recorder,
+		NodeName:           cfg.NodeName,
 	})
 	return err
 }

@@ -22,6 +22,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/node/machine"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
@@ -61,6 +62,9 @@ type Options struct {
 	// Registerer, when set, gets kubelet_cgroup_manager_duration_seconds.
 	Registerer prometheus.Registerer
 	Logger     hclog.Logger
+	// NodeEvents gets upstream's NodeAllocatableEnforced once the pods'
+	// cgroup is first applied; nil records nothing.
+	NodeEvents *events.Node
 }
 
 // Manager applies the cgroup plugin's plans. It is safe for concurrent use.
@@ -92,6 +96,8 @@ type Manager struct {
 
 	// nodeMu serialises node planning and applying.
 	nodeMu sync.Mutex
+	// enforced: the node's cgroups were applied once (guarded by nodeMu).
+	enforced bool
 }
 
 // New checks the options and the cgroup root; Run starts the node-level work.

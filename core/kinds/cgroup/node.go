@@ -77,6 +77,7 @@ func (m *Manager) syncNode(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	m.recordEnforcement(errs)
 	return errors.Join(errs...)
 }
 

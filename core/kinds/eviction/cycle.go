@@ -36,6 +36,7 @@ func (m *Manager) cycle(ctx context.Context, trigger evictionv1.Trigger) {
 		return
 	}
 	m.metrics.cycles.WithLabelValues(ans.strategy, triggerLabel(trigger)).Inc()
+	m.recordThresholdMet(ans.resp)
 
 	if reclaim := ans.resp.GetReclaim(); len(reclaim) > 0 {
 		reclaimed := m.reclaim(ctx, reclaim)

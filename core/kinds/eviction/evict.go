@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/kinds/stats"
 	"github.com/microlet/microlet/core/pods/podview"
 	"github.com/microlet/microlet/core/pods/status"
@@ -77,6 +78,7 @@ func (m *Manager) kill(pod *v1.Pod, e *evictionv1.Eviction, strategy string, usa
 		args = append(args, k, v)
 	}
 	m.log.Warn("evicting pod", args...)
+	m.opts.Events.AnnotatedEventf(pod, e.GetAnnotations(), v1.EventTypeWarning, events.Evicted, "%s", message)
 	if err := m.opts.Pods.KillPod(pod, true, &grace, status.EvictedStatusFunc(pod, message)); err != nil {
 		m.log.Error("eviction of pod failed", "pod", podName(pod), "uid", pod.UID, "error", err)
 		return false

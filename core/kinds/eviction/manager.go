@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/kinds/stats"
 	"github.com/microlet/microlet/core/node/memnotify"
 	"github.com/microlet/microlet/core/pods/podworkers"
@@ -100,6 +101,11 @@ type Options struct {
 	Registerer      prometheus.Registerer
 	// Clock is for tests; nil is the real clock.
 	Clock clock.WithTicker
+	// Events records EvictionThresholdMet on node NodeName and Evicted on
+	// pods; nil records none.
+	Events events.Recorder
+	// NodeName is the node's name.
+	NodeName string
 }
 
 // Manager is the eviction manager. Its methods are safe for concurrent use;
@@ -142,6 +148,7 @@ func New(opts Options) (*Manager, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	opts.Events = events.OrNop(opts.Events)
 	builtin, err := newBuiltin()
 	if err != nil {
 		return nil, err

@@ -128,6 +128,7 @@ func (m *Manager) removeImages(ctx context.Context, plan *imagegcv1.PlanImageGCR
 		delete(removable, id)
 		kept[id] = "already removed"
 	}
+	m.recordFreeDiskSpaceFailed(plan)
 	if len(removed) > 0 || plan.GetReason() != "" {
 		m.log.Info("image garbage collection", "removed", removed, "bytes_freed", freed, "reason", plan.GetReason())
 	}

@@ -23,6 +23,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/pluginhost"
 	imagegcv1 "github.com/microlet/microlet/proto/microlet/imagegc/v1"
 )
@@ -73,6 +74,12 @@ type Options struct {
 	Logger           hclog.Logger
 	// Clock gives the times sent to the plugin; nil is the real clock.
 	Clock clock.PassiveClock
+	// Events records upstream's GC events on node NodeName
+	// (ContainerGCFailed, ImageGCFailed, FreeDiskSpaceFailed); nil
+	// records none.
+	Events events.Recorder
+	// NodeName is the node's name.
+	NodeName string
 }
 
 // Manager runs container and image GC. It is safe for concurrent use; one
@@ -89,6 +96,8 @@ type Manager struct {
 	// ("containers", "images"), so that an unconfigured plugin is logged
 	// once, not every period.
 	skipped map[string]string
+	// imagesFailed: the last periodic image collection failed.
+	imagesFailed bool
 }
 
 // New checks the options.
@@ -105,6 +114,7 @@ func New(opts Options) (*Manager, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	opts.Events = events.OrNop(opts.Events)
 	return &Manager{opts: opts, log: opts.Logger, images: newImageTracker(), skipped: map[string]string{}}, nil
 }
 
@@ -142,6 +152,7 @@ func (m *Manager) periodic(ctx context.Context, what string, collect func() erro
 	err := collect()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.recordOutcome(what, err)
 	switch {
 	case err == nil:
 		delete(m.skipped, what)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	probesv1 "github.com/microlet/microlet/proto/microlet/probes/v1"
@@ -17,6 +18,7 @@ type containerEntry struct {
 	podName      string
 	podNamespace string
 	name         string
+	ref          *v1.ObjectReference // the container's, for its events
 
 	// probes is what the plugin probes, as the pod spec says (without
 	// liveness and startup once the pod is being deleted); nil when the
@@ -171,6 +173,7 @@ func (m *Manager) apply(ctx context.Context, r *probesv1.ProbeResult) {
 		m.logger.Debug("probe attempt did not succeed", "probe", t, "attempt", r.GetAttempt(), "pod", e.podNamespace+"/"+e.podName,
 			"container", e.name, "container_id", r.GetContainerId(), "output", r.GetMessage())
 	}
+	m.recordAttempt(e, t, r)
 	if update == nil {
 		return
 	}

@@ -25,7 +25,7 @@ func desiredContainers(pod *v1.Pod, runtime *container.PodStatus, nodeIPs []stri
 		if st == nil || st.State != container.StateRunning {
 			continue
 		}
-		e := &containerEntry{podUID: pod.UID, podName: pod.Name, podNamespace: pod.Namespace, name: c.Name, terminating: terminating}
+		e := &containerEntry{podUID: pod.UID, podName: pod.Name, podNamespace: pod.Namespace, name: c.Name, ref: containerRef(pod, c.Name), terminating: terminating}
 		if withProbes {
 			specs := [len(probeTypes)]*v1.Probe{Liveness: c.LivenessProbe, Readiness: c.ReadinessProbe, Startup: c.StartupProbe}
 			for _, t := range probeTypes {

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/runtime/container"
 )
@@ -30,6 +31,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Logger receives the prober's lines; nil discards them.
 	Logger hclog.Logger
+	// Events records the prober's events (Unhealthy); nil records none.
+	Events events.Recorder
 }
 
 const (
@@ -46,6 +49,7 @@ type Manager struct {
 	nodeIPs     []string
 	callTimeout time.Duration
 	logger      hclog.Logger
+	events      events.Recorder
 	metrics     *metrics
 	updates     chan Update
 	// kick wakes the session when pending has changes to push.
@@ -91,6 +95,7 @@ func New(opts Options) (*Manager, error) {
 		nodeIPs:     opts.NodeIPs,
 		callTimeout: opts.CallTimeout,
 		logger:      opts.Logger,
+		events:      events.OrNop(opts.Events),
 		metrics:     m,
 		updates:     make(chan Update, updatesBuffer),
 		kick:        make(chan struct{}, 1),

@@ -13,8 +13,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/core/cluster/events"
 )
 
 // DNS limits, upstream's (pkg/apis/core/validation/validation.go).
@@ -38,6 +41,11 @@ type dnsConfigurer struct {
 	resolvConf    string
 	nodeIPs       []net.IP
 	log           hclog.Logger
+	// events gets upstream's MissingClusterDNS (on the pod and the node)
+	// and DNSConfigForming, at every sync as upstream: the recorder's spam
+	// filter bounds them.
+	events  events.Recorder
+	nodeRef *v1.ObjectReference
 	// warned holds the pods already warned about their DNS: the config is
 	// computed at every sync, the warning is worth one line per pod.
 	warned sync.Map
@@ -48,6 +56,11 @@ func (d *dnsConfigurer) warn(pod *v1.Pod, msg string, args ...any) {
 	if _, seen := d.warned.LoadOrStore(pod.UID, struct{}{}); !seen {
 		d.log.Warn(msg, append([]any{"pod", podFullName(pod)}, args...)...)
 	}
+}
+
+// event records a warning about obj (nil events: none).
+func (d *dnsConfigurer) event(obj runtime.Object, reason, message string) {
+	events.OrNop(d.events).Event(obj, v1.EventTypeWarning, reason, message)
 }
 
 // forget drops a terminated pod.
@@ -83,6 +96,9 @@ func (d *dnsConfigurer) podDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, error) {
 			break
 		}
 		d.warn(pod, "no cluster DNS server configured: pod falls back to dnsPolicy Default", "dns_policy", pod.Spec.DNSPolicy)
+		msg := fmt.Sprintf("kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.", v1.DNSClusterFirst, v1.DNSDefault)
+		d.event(d.nodeRef, "MissingClusterDNS", msg)
+		d.event(pod, "MissingClusterDNS", fmt.Sprintf("pod: %q. %s", podFullName(pod), msg))
 		fallthrough
 	case dnsHost:
 		if d.resolvConf == "" {
@@ -204,6 +220,7 @@ func (d *dnsConfigurer) fitLimits(config *runtimeapi.DNSConfig, pod *v1.Pod) {
 	if len(config.Servers) > maxDNSNameservers {
 		config.Servers = config.Servers[:maxDNSNameservers]
 		d.warn(pod, "nameserver limits were exceeded, some nameservers have been omitted", "applied", strings.Join(config.Servers, " "))
+		d.event(pod, "DNSConfigForming", "Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: "+strings.Join(config.Servers, " "))
 	}
 	exceeded := false
 	if len(config.Searches) > maxDNSSearchPaths {
@@ -225,6 +242,7 @@ func (d *dnsConfigurer) fitLimits(config *runtimeapi.DNSConfig, pod *v1.Pod) {
 	}
 	if exceeded {
 		d.warn(pod, "search line limits were exceeded, some search paths have been omitted", "applied", strings.Join(config.Searches, " "))
+		d.event(pod, "DNSConfigForming", "Search Line limits were exceeded, some search paths have been omitted, the applied search line is: "+strings.Join(config.Searches, " "))
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
+
+	"github.com/microlet/microlet/core/cluster/events"
 )
 
 // imageService is the part of the CRI client the puller uses.
@@ -24,8 +26,10 @@ type imageService interface {
 // image manager (pkg/kubelet/images): pull policies, a backoff per pod and
 // image after failed pulls, and a bound on concurrent pulls. Pull secrets
 // and credential providers do not exist on a node without an API server.
+// It records upstream's image events against the container.
 type imagePuller struct {
 	images  imageService
+	events  events.Recorder
 	backoff *backoff
 	// slots bounds concurrent pulls: capacity 1 serializes them.
 	slots   chan struct{}
@@ -38,9 +42,10 @@ type imagePuller struct {
 	lastErrors sync.Map
 }
 
-func newImagePuller(images imageService, maxParallel int, now func() time.Time, met *metrics, log hclog.Logger) *imagePuller {
+func newImagePuller(images imageService, recorder events.Recorder, maxParallel int, now func() time.Time, met *metrics, log hclog.Logger) *imagePuller {
 	return &imagePuller{
 		images:  images,
+		events:  recorder,
 		backoff: newBackoff(imageBackOffPeriod, maxImageBackOff, now),
 		slots:   make(chan struct{}, max(1, maxParallel)),
 		now:     now,
@@ -60,28 +65,37 @@ type readyImage struct {
 // ensureImage returns c's image, pulling it per c's pull policy. A failure
 // is a reasonError with upstream's reason and message.
 func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxConfig *runtimeapi.PodSandboxConfig) (readyImage, error) {
+	// fail records the failure as upstream's event (reason) and returns it
+	// as upstream's error (errReason).
+	fail := func(reason string, errReason error, format string, args ...any) (readyImage, error) {
+		msg := fmt.Sprintf(format, args...)
+		p.event(pod, c, v1.EventTypeWarning, reason, msg)
+		return readyImage{}, newReasonError(errReason, "%s", msg)
+	}
 	image, err := applyDefaultImageTag(c.Image)
 	if err != nil {
-		return readyImage{}, newReasonError(ErrInvalidImageName, "Failed to apply default image tag %q: %v", c.Image, err)
+		return fail(events.FailedToInspectImage, ErrInvalidImageName, "Failed to apply default image tag %q: %v", c.Image, err)
 	}
 	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image, Annotations: pod.Annotations}
 
 	if c.ImagePullPolicy != v1.PullAlways {
 		resp, err := p.images.ImageStatus(ctx, spec, false)
 		if err != nil {
-			return readyImage{}, newReasonError(ErrImageInspect, "Failed to inspect image %q: %v", c.Image, err)
+			return fail(events.FailedToInspectImage, ErrImageInspect, "Failed to inspect image %q: %v", c.Image, err)
 		}
 		if img := resp.GetImage(); img != nil {
+			p.event(pod, c, v1.EventTypeNormal, events.PulledImage, fmt.Sprintf("Container image %q already present on machine", c.Image))
 			return readyImage{ref: img.Id, status: img}, nil
 		}
 		if c.ImagePullPolicy == v1.PullNever {
-			return readyImage{}, newReasonError(ErrImageNeverPull, "Container image %q is not present with pull policy of Never", c.Image)
+			return fail(events.ErrImageNeverPullPolicy, ErrImageNeverPull, "Container image %q is not present with pull policy of Never", c.Image)
 		}
 	}
 
 	key := string(pod.UID) + "_" + c.Image
 	if p.backoff.inBackOffSinceUpdate(key) {
 		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		p.event(pod, c, v1.EventTypeNormal, events.BackOffPullImage, msg)
 		if last, ok := p.lastErrors.Load(key); ok {
 			msg = fmt.Sprintf("%s: %s", msg, last)
 		}
@@ -89,39 +103,57 @@ func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	}
 	p.lastErrors.Delete(key)
 
+	p.event(pod, c, v1.EventTypeNormal, events.PullingImage, fmt.Sprintf("Pulling image %q", c.Image))
 	pulled, err := p.pull(ctx, spec, sandboxConfig)
 	if err != nil {
+		p.event(pod, c, v1.EventTypeWarning, events.FailedToPullImage, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
 		p.backoff.next(key, p.now())
 		msg, reason := pullErrorReason(c.Image, err)
 		p.lastErrors.Store(key, fmt.Sprintf("%v: %s", reason, msg))
 		return readyImage{}, newReasonError(reason, "%s", msg)
 	}
+	p.event(pod, c, v1.EventTypeNormal, events.PulledImage, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
+		c.Image, pulled.pullDuration, pulled.duration, pulled.status.GetSize()))
 	p.backoff.gc()
-	return pulled, nil
+	return pulled.readyImage, nil
+}
+
+// event records an image event against container c of pod.
+func (p *imagePuller) event(pod *v1.Pod, c *v1.Container, eventType, reason, message string) {
+	events.RecordContainer(p.events, pod, c.Name, "", eventType, reason, message)
+}
+
+// pulledImage is an image just pulled, with how long the pull took without
+// and with the wait for a pull slot.
+type pulledImage struct {
+	readyImage
+	pullDuration, duration time.Duration
 }
 
 // pull pulls an image once a pull slot is free, and records how long it
 // took (waiting included, as upstream).
-func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxConfig *runtimeapi.PodSandboxConfig) (readyImage, error) {
+func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxConfig *runtimeapi.PodSandboxConfig) (pulledImage, error) {
 	start := time.Now()
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
-		return readyImage{}, ctx.Err()
+		return pulledImage{}, ctx.Err()
 	}
+	pullStart := time.Now()
 	ref, err := p.images.PullImage(ctx, spec, nil, sandboxConfig)
 	<-p.slots
 	if err != nil {
-		return readyImage{}, err
+		return pulledImage{}, err
 	}
-	pulled := readyImage{ref: ref}
+	pulled := pulledImage{readyImage: readyImage{ref: ref}, pullDuration: time.Since(pullStart).Truncate(time.Millisecond)}
 	if resp, err := p.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false); err == nil {
 		pulled.status = resp.GetImage()
 	}
 	elapsed := time.Since(start)
+	pulled.duration = elapsed.Truncate(time.Millisecond)
 	size := pulled.status.GetSize()
 	p.metrics.observeImagePull(size, elapsed)
-	p.log.Info("pulled image", "image", spec.UserSpecifiedImage, "ref", ref, "duration", elapsed.Truncate(time.Millisecond), "size_bytes", size)
+	p.log.Info("pulled image", "image", spec.UserSpecifiedImage, "ref", ref, "duration", pulled.duration, "size_bytes", size)
 	return pulled, nil
 }
 

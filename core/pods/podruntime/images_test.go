@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
+
+	"github.com/microlet/microlet/core/cluster/events"
 )
 
 // fakeImages is an image service with a set of present images.
@@ -63,7 +65,7 @@ func newTestPuller(t *testing.T, images *fakeImages, maxParallel int, clock *fak
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newImagePuller(images, maxParallel, clock.Now, met, hclog.NewNullLogger())
+	return newImagePuller(images, events.Nop, maxParallel, clock.Now, met, hclog.NewNullLogger())
 }
 
 func TestEnsureImagePolicies(t *testing.T) {

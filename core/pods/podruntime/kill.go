@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/runtime/container"
 )
 
@@ -152,6 +153,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, kill container
 	if message == "" {
 		message = "Stopping container " + spec.Name
 	}
+	events.RecordContainer(m.events, pod, spec.Name, kill.ID, v1.EventTypeNormal, events.KillingContainer, message)
 	if spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && grace > 0 {
 		grace -= m.runPreStop(ctx, pod, spec, kill.ID, podIPs, grace)
 	}
@@ -181,6 +183,8 @@ func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		// As upstream: a failed or unfinished preStop hook does not stop
 		// the kill.
 		m.log.Warn("preStop hook failed", "pod", podFullName(pod), "container", c.Name, "error", err, "message", msg)
+		// Without the hook's output, which may hold secrets (upstream's rule).
+		m.containerEvent(pod, c, containerID, v1.EventTypeWarning, events.FailedPreStopHook, "PreStopHook failed")
 	}
 	return int64(time.Since(start).Seconds())
 }

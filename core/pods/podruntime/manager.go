@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/runtime/cri"
 )
 
@@ -54,6 +55,9 @@ type Options struct {
 	// (the kubelet's serializeImagePulls default), n > 1 allows n at once.
 	MaxParallelImagePulls int
 	Logger                hclog.Logger
+	// Events records the kubelet's pod and container events (pulls,
+	// creation, start, kill, backoff, sandbox, hooks); nil records none.
+	Events events.Recorder
 	// Registerer gets the manager's metrics (upstream's kubelet_started_*
 	// and kubelet_image_pull_duration_seconds); nil registers none.
 	Registerer prometheus.Registerer
@@ -132,6 +136,7 @@ type Manager struct {
 	now     func() time.Time
 	nodeIPs []net.IP
 
+	events    events.Recorder
 	crashLoop *backoff
 	images    *imagePuller
 	hooks     *hookRunner
@@ -156,6 +161,7 @@ func newManager(opts Options) (*Manager, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	opts.Events = events.OrNop(opts.Events)
 	if opts.NodeAllocatable == nil {
 		opts.NodeAllocatable = machineCapacity
 	}
@@ -180,12 +186,13 @@ func newManager(opts Options) (*Manager, error) {
 		log:       log,
 		now:       opts.Clock,
 		nodeIPs:   nodeIPs,
+		events:    opts.Events,
 		crashLoop: newBackoff(containerBackOffPeriod, maxContainerBackOff, opts.Clock),
-		dns:       &dnsConfigurer{clusterDNS: clusterDNS, clusterDomain: opts.DNS.ClusterDomain, resolvConf: opts.DNS.ResolvConf, nodeIPs: nodeIPs, log: log},
-		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable, opts.VolumeSources, opts.Clock),
+		dns:       &dnsConfigurer{clusterDNS: clusterDNS, clusterDomain: opts.DNS.ClusterDomain, resolvConf: opts.DNS.ResolvConf, nodeIPs: nodeIPs, log: log, events: opts.Events, nodeRef: events.NodeRef(opts.NodeName)},
+		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable, opts.VolumeSources, opts.Events, opts.Clock),
 		metrics:   met,
 	}
-	m.images = newImagePuller(opts.CRI, opts.MaxParallelImagePulls, opts.Clock, met, log)
+	m.images = newImagePuller(opts.CRI, opts.Events, opts.MaxParallelImagePulls, opts.Clock, met, log)
 	m.hooks = newHookRunner(opts.CRI)
 	return m, nil
 }

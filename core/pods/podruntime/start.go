@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/runtime/container"
 )
 
@@ -28,6 +29,12 @@ type sandboxRef struct {
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, status *container.PodStatus, c *v1.Container, sandbox sandboxRef) error {
 	image, err := m.images.ensureImage(ctx, pod, c, sandbox.config)
 	if err != nil {
+		// Upstream's "Error: ErrImagePull" beside the image's own events:
+		// the reason alone, as the kubelet's gRPC status of it reads.
+		var re *reasonError
+		if errors.As(err, &re) {
+			m.containerEvent(pod, c, "", v1.EventTypeWarning, events.FailedToCreateContainer, "Error: "+re.reason.Error())
+		}
 		return err
 	}
 	restartCount := 0
@@ -40,23 +47,30 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, status *conta
 				"pod", podFullName(pod), "container", c.Name, "dir", logDir, "error", err)
 		}
 	}
+	// failed records upstream's Failed event and returns its error.
+	failed := func(reason error, id, message string) error {
+		m.containerEvent(pod, c, id, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: "+message)
+		return newReasonError(reason, "%s", message)
+	}
 	user, err := m.images.imageUser(ctx, image)
 	if err != nil {
-		return newReasonError(ErrCreateContainerConfig, "%v", err)
+		return failed(ErrCreateContainerConfig, "", err.Error())
 	}
 	config, err := m.containerConfig(ctx, pod, containerInstance{
 		spec: c, restartCount: restartCount, imageRef: image.ref, user: user, podIPs: sandbox.podIPs, plan: sandbox.plan,
 	})
 	if err != nil {
-		return newReasonError(ErrCreateContainerConfig, "%v", err)
+		return failed(ErrCreateContainerConfig, "", err.Error())
 	}
 	id, err := m.cri.CreateContainer(ctx, sandbox.id, config, sandbox.config)
 	if err != nil {
-		return newReasonError(ErrCreateContainer, "%s", runtimeMessage(err))
+		return failed(ErrCreateContainer, "", runtimeMessage(err))
 	}
+	m.containerEvent(pod, c, id, v1.EventTypeNormal, events.CreatedContainer, "Created container: "+c.Name)
 	if err := m.cri.StartContainer(ctx, id); err != nil {
-		return newReasonError(ErrRunContainer, "%s", runtimeMessage(err))
+		return failed(ErrRunContainer, id, runtimeMessage(err))
 	}
+	m.containerEvent(pod, c, id, v1.EventTypeNormal, events.StartedContainer, "Started container "+c.Name)
 	m.log.Info("started container", "pod", podFullName(pod), "container", c.Name, "container_id", id, "restart_count", restartCount)
 	m.linkContainerLog(sandbox.config, config, id)
 
@@ -64,6 +78,9 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, status *conta
 		msg, err := m.hooks.run(ctx, pod, c, id, c.Lifecycle.PostStart, sandbox.podIPs)
 		if err != nil {
 			m.log.Warn("postStart hook failed; killing the container", "pod", podFullName(pod), "container", c.Name, "error", err)
+			// The event does not carry the hook's output, which may hold
+			// secrets (upstream's rule).
+			m.containerEvent(pod, c, id, v1.EventTypeWarning, events.FailedPostStartHook, "PostStartHook failed")
 			kill := containerToKill{ID: id, Name: c.Name, Spec: c, Reason: killReasonFailedPostStart, Message: string(killReasonFailedPostStart)}
 			if err := m.killContainer(ctx, pod, kill, sandbox.podIPs, nil, nil); err != nil {
 				m.log.Warn("cannot kill the container whose postStart hook failed", "pod", podFullName(pod), "container", c.Name, "error", err)
@@ -72,6 +89,12 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, status *conta
 		}
 	}
 	return nil
+}
+
+// containerEvent records an event about container c of pod, whose
+// instance id (when known) is named by c's name in the message.
+func (m *Manager) containerEvent(pod *v1.Pod, c *v1.Container, id, eventType, reason, message string) {
+	events.RecordContainer(m.events, pod, c.Name, id, eventType, reason, message)
 }
 
 // runtimeMessage is what the runtime said, without the client's wrapping,
@@ -101,6 +124,8 @@ func (m *Manager) crashLoopBackOff(pod *v1.Pod, c *v1.Container, status *contain
 	}
 	key := crashLoopKey(pod, c)
 	if m.crashLoop.inBackOffSince(key, last.FinishedAt) {
+		m.containerEvent(pod, c, "", v1.EventTypeWarning, events.BackOffStartContainer,
+			fmt.Sprintf("Back-off restarting failed container %s in pod %s", c.Name, podFullName(pod)))
 		return true, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", m.crashLoop.delay(key), c.Name, podFullName(pod))
 	}
 	m.crashLoop.next(key, last.FinishedAt)

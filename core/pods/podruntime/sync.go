@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/runtime/container"
 )
 
@@ -36,6 +37,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		"attempt", actions.Attempt, "init_containers_to_start", actions.InitContainersToStart,
 		"containers_to_start", actions.ContainersToStart, "containers_to_kill", len(actions.ContainersToKill))
 
+	if actions.CreateSandbox && actions.SandboxID != "" {
+		m.events.Event(pod, v1.EventTypeNormal, events.SandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
+	}
 	result := &SyncResult{}
 	if !m.mountVolumes(ctx, pod, result) {
 		return result
@@ -161,7 +165,14 @@ func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, actions podAc
 		return sandbox, false
 	}
 
+	// createFailed records upstream's FailedCreatePodSandBox event too.
+	createFailed := func(message string, err error) (sandboxRef, bool) {
+		m.events.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)
+		return fail(message)
+	}
+
 	if err := m.makePodDirs(pod); err != nil {
+		m.events.Eventf(pod, v1.EventTypeWarning, events.FailedToMakePodDataDirectories, "error making pod data directories: %v", err)
 		return fail(fmt.Sprintf("Failed to create the directories of pod %q: %v", podFullName(pod), err))
 	}
 	if m.opts.Resources != nil {
@@ -175,17 +186,21 @@ func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, actions podAc
 	}
 	config, err := m.sandboxConfig(pod, actions.Attempt, sandbox.plan)
 	if err != nil {
-		return fail(fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", podFullName(pod), err))
+		message := fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", podFullName(pod), err)
+		if actions.CreateSandbox {
+			return createFailed(message, err)
+		}
+		return fail(message)
 	}
 	sandbox.config = config
 
 	if actions.CreateSandbox {
 		if err := os.MkdirAll(config.LogDirectory, 0o755); err != nil {
-			return fail(fmt.Sprintf("Failed to create log directory for pod %q: %v", podFullName(pod), err))
+			return createFailed(fmt.Sprintf("Failed to create log directory for pod %q: %v", podFullName(pod), err), err)
 		}
 		id, err := m.cri.RunPodSandbox(ctx, config, "")
 		if err != nil {
-			return fail(fmt.Sprintf("Failed to create sandbox for pod %q: %v", podFullName(pod), err))
+			return createFailed(fmt.Sprintf("Failed to create sandbox for pod %q: %v", podFullName(pod), err), err)
 		}
 		sandbox.id = id
 		m.log.Info("created pod sandbox", "pod", podFullName(pod), "sandbox_id", id, "attempt", actions.Attempt)
@@ -194,6 +209,7 @@ func (m *Manager) prepareSandbox(ctx context.Context, pod *v1.Pod, actions podAc
 			err = errors.New("the runtime returned no status")
 		}
 		if err != nil {
+			m.events.Eventf(pod, v1.EventTypeWarning, events.FailedStatusPodSandBox, "Unable to get pod sandbox status: %v", err)
 			return fail(fmt.Sprintf("Unable to get pod sandbox status: %v", err))
 		}
 		if !pod.Spec.HostNetwork {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/core/cluster/events"
 )
 
 const (
@@ -32,18 +34,21 @@ type volumeManager struct {
 	rootDir     string
 	allocatable func() v1.ResourceList
 	sources     VolumeSources // nil on a standalone node
-	now         func() time.Time
+	// events gets upstream's FailedMount for a volume that cannot be set up.
+	events events.Recorder
+	now    func() time.Time
 	// The host operations, replaced in unit tests.
 	mount       func(source, target, fstype string, flags uintptr, data string) error
 	unmount     func(target string) error
 	mountPoints func() ([]string, error)
 }
 
-func newVolumeManager(rootDir string, allocatable func() v1.ResourceList, sources VolumeSources, now func() time.Time) *volumeManager {
+func newVolumeManager(rootDir string, allocatable func() v1.ResourceList, sources VolumeSources, recorder events.Recorder, now func() time.Time) *volumeManager {
 	return &volumeManager{
 		rootDir:     rootDir,
 		allocatable: allocatable,
 		sources:     sources,
+		events:      recorder,
 		now:         now,
 		mount:       unix.Mount,
 		unmount:     func(target string) error { return unix.Unmount(target, 0) },
@@ -71,6 +76,7 @@ func (v *volumeManager) containerMounts(pod *v1.Pod, c *v1.Container, envs map[s
 		}
 		hostPath, readOnly, err := v.setUp(pod, vol)
 		if err != nil {
+			v.events.Eventf(pod, v1.EventTypeWarning, events.FailedMountVolume, "MountVolume.SetUp failed for volume %q : %v", vm.Name, err)
 			return nil, fmt.Errorf("volume %q of container %q: %w", vm.Name, c.Name, err)
 		}
 		subPath, err := volumeSubPath(vm, envs)

@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/microlet/microlet/core/cluster/events"
 )
 
 // VolumeSources reads what configMap, secret and projected volumes show
@@ -79,8 +81,8 @@ func (v *volumeManager) projectedVolumePath(uid types.UID, vol *v1.Volume) strin
 // setUpPodVolumes writes the files of the pod's configMap, secret,
 // downwardAPI and projected volumes, as the kubelet's volume manager does
 // on every pod sync: a changed object or a renewed token reaches the
-// files then, unchanged ones are not rewritten. Every volume is tried; the
-// error names those that failed.
+// files then, unchanged ones are not rewritten. Every volume is tried; each
+// failure is a FailedMount event, and the error names them all.
 func (v *volumeManager) setUpPodVolumes(ctx context.Context, pod *v1.Pod) error {
 	b := &payloadBuilder{sources: v.sources, allocatable: v.allocatable()}
 	var errs []error
@@ -90,7 +92,9 @@ func (v *volumeManager) setUpPodVolumes(ctx context.Context, pod *v1.Pod) error 
 			continue // the container using it fails with the reason
 		}
 		if err := v.setUpProjected(ctx, pod, vol, b); err != nil {
-			errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err))
+			err = fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
+			v.events.Eventf(pod, v1.EventTypeWarning, events.FailedMountVolume, "%v", err)
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/microlet/microlet/core/cluster/events/eventstest"
 )
 
 // TestSetUpPodVolumes: configMaps on disk, secrets on a tmpfs, mounted
@@ -18,7 +21,8 @@ func TestSetUpPodVolumes(t *testing.T) {
 		configMaps: map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{"k": "v1"}}},
 		secrets:    map[string]*v1.Secret{"sec": {Data: map[string][]byte{"pass": []byte("p")}}},
 	}
-	m := newTestManager(t, func(o *Options) { o.VolumeSources = sources })
+	rec := record.NewFakeRecorder(10)
+	m := newTestManager(t, func(o *Options) { o.VolumeSources = sources; o.Events = rec })
 	mounts := fakeMounts(m)
 	pod := testPod(func(p *v1.Pod) {
 		p.Spec.Volumes = []v1.Volume{
@@ -37,6 +41,9 @@ func TestSetUpPodVolumes(t *testing.T) {
 	if len(result.Steps) != 1 || result.Steps[0].Reason != ReasonFailedMount ||
 		!strings.Contains(result.Steps[0].Message, `MountVolume.SetUp failed for volume "cfg" : configmaps "cfg" not found`) {
 		t.Fatalf("steps %+v, want FailedMount naming the volume", result.Steps)
+	}
+	if got := eventstest.Drain(rec); len(got) != 1 || got[0] != `Warning FailedMount MountVolume.SetUp failed for volume "cfg" : configmaps "cfg" not found` {
+		t.Errorf("events %q, want upstream's FailedMount", got)
 	}
 
 	sources.configMaps["cfg"] = before

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/microlet/microlet/core/cluster/events"
 )
 
 // killTimeoutFloor is the shortest wait for a kill, upstream's minTimeout:
@@ -42,6 +44,7 @@ func (p *PodWorkers) KillPod(pod *v1.Pod, evict bool, gracePeriodOverride *int64
 		return nil
 	case <-p.clock.After(timeout):
 		p.log.Warn("the container runtime did not kill the pod within its grace period", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID, "timeout", timeout)
+		p.recorder.Event(pod, v1.EventTypeWarning, events.ExceededGracePeriod, "Container runtime did not kill the pod within specified grace period.")
 		return fmt.Errorf("timeout waiting to kill pod %s/%s after %v", pod.Namespace, pod.Name, timeout)
 	}
 }

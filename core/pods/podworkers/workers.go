@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/pods/podcache"
 )
 
@@ -90,6 +91,9 @@ type Config struct {
 	// RelistSoon, if set, asks PLEG for a relist at once: a worker calls it
 	// before it waits on the cache to terminate a pod.
 	RelistSoon func()
+	// Recorder records upstream's ExceededGracePeriod for a kill that
+	// timed out; nil records none.
+	Recorder events.Recorder
 }
 
 // PodWorkers tracks every pod the node runs or ran recently and drives it
@@ -121,6 +125,7 @@ type PodWorkers struct {
 	metrics        *metrics
 	clock          clock.Clock
 	relistSoon     func()
+	recorder       events.Recorder
 }
 
 // New checks cfg and makes the pod workers.
@@ -155,6 +160,7 @@ func New(cfg Config) (*PodWorkers, error) {
 		metrics:                            m,
 		clock:                              cfg.Clock,
 		relistSoon:                         cfg.RelistSoon,
+		recorder:                           events.OrNop(cfg.Recorder),
 	}
 	if p.resyncInterval == 0 {
 		p.resyncInterval = DefaultResyncInterval

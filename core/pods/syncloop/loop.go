@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/pods/pleg"
 	"github.com/microlet/microlet/core/pods/podcache"
 	"github.com/microlet/microlet/core/pods/podconfig"
@@ -87,6 +88,10 @@ type Options struct {
 	SyncFrequency time.Duration
 	Logger        hclog.Logger
 	Registerer    prometheus.Registerer
+	// Recorder records the kubelet's pod events of admission (a refusal's
+	// reason, OutOfcpu say), syncing and terminating (NetworkNotReady,
+	// FailedKillPod, ExceededGracePeriod); nil records none.
+	Recorder events.Recorder
 }
 
 // Prober is the core's prober as the loop uses it.
@@ -136,6 +141,7 @@ func New(opts Options) (*Loop, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	opts.Recorder = events.OrNop(opts.Recorder)
 	l := &Loop{
 		opts:        opts,
 		log:         opts.Logger,
@@ -153,6 +159,7 @@ func New(opts Options) (*Loop, error) {
 		ResyncInterval: opts.SyncFrequency,
 		Log:            opts.Logger.Named("podworkers"),
 		Registerer:     opts.Registerer,
+		Recorder:       opts.Recorder,
 	})
 	if err != nil {
 		return nil, err
@@ -284,6 +291,7 @@ func (l *Loop) admitAndStart(ctx context.Context, pod *v1.Pod) {
 		l.pending.remove(pod.UID)
 		l.rejected.insert(pod.UID)
 		l.log.Warn("pod rejected at admission", "pod", podName(pod), "admitter", by, "reason", verdict.Reason, "message", verdict.Message)
+		l.opts.Recorder.Eventf(pod, v1.EventTypeWarning, verdict.Reason, "%s", verdict.Message) // upstream's rejectPod
 		l.opts.Statuses.SetPodStatus(pod, status.RejectedStatus(pod, verdict.Reason, verdict.Message))
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/pods/podruntime"
 	"github.com/microlet/microlet/core/pods/podworkers"
 	"github.com/microlet/microlet/core/runtime/container"
@@ -26,6 +27,7 @@ func (l *Loop) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod *v1.Pod
 	}
 	if !pod.Spec.HostNetwork {
 		if err := l.opts.Health.NetworkErr(); err != nil {
+			l.opts.Recorder.Eventf(pod, v1.EventTypeWarning, events.NetworkNotReady, "%s: %v", podworkers.NetworkNotReadyErrorMsg, err)
 			// The worker retries sooner for this message, as upstream.
 			return false, fmt.Errorf("%s: %v", podworkers.NetworkNotReadyErrorMsg, err)
 		}
@@ -74,6 +76,7 @@ func (l *Loop) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *containe
 		l.opts.Prober.RemovePod(pod.UID)
 	}
 	if err := l.opts.Runtime.KillPod(ctx, pod, rs.RunningPod(), gracePeriod); err != nil {
+		l.opts.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedToKillPod, "error killing pod: %v", err)
 		return fmt.Errorf("kill pod %s: %w", podName(pod), err)
 	}
 	stopped, err := l.opts.Runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)

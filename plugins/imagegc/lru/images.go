@@ -78,8 +78,10 @@ func PlanImages(cfg Config, gc *imagegcv1.ImageGCContext, images []*imagegcv1.Im
 		remove(img)
 	}
 	if freed < need {
-		// Upstream's FreeDiskSpaceFailed event text.
-		reasons = append(reasons, fmt.Sprintf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", need, freed))
+		// Upstream's FreeDiskSpaceFailed event text; the core records the
+		// event.
+		resp.FreeDiskSpaceFailed = fmt.Sprintf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", need, freed)
+		reasons = append(reasons, resp.FreeDiskSpaceFailed)
 	}
 	resp.Reason = strings.Join(reasons, "; ")
 	return resp, nil

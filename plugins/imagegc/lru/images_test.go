@@ -228,6 +228,15 @@ func TestPlanImages(t *testing.T) {
 			if want := strings.Join(tt.wantReason, "; "); resp.GetReason() != want {
 				t.Errorf("reason:\n got  %q\n want %q", resp.GetReason(), want)
 			}
+			// The shortfall, last of the reasons, is also the core's
+			// FreeDiskSpaceFailed event.
+			wantFailed := ""
+			if n := len(tt.wantReason); n > 0 && strings.HasPrefix(tt.wantReason[n-1], "Failed to garbage collect") {
+				wantFailed = tt.wantReason[n-1]
+			}
+			if resp.GetFreeDiskSpaceFailed() != wantFailed {
+				t.Errorf("free_disk_space_failed %q, want %q", resp.GetFreeDiskSpaceFailed(), wantFailed)
+			}
 		})
 	}
 }

@@ -67,11 +67,17 @@ func (f *fakeHost) execCalls(containerID string) int {
 
 // target is a loopback HTTP server: /ready answers 200.
 func target(t *testing.T) int32 {
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/ready" {
 			http.NotFound(w, r)
 		}
 	}))
+}
+
+// serveHTTP serves handler on a loopback port for the test and returns
+// the port.
+func serveHTTP(t *testing.T, handler http.Handler) int32 {
+	s := httptest.NewServer(handler)
 	t.Cleanup(s.Close)
 	_, port, err := net.SplitHostPort(s.Listener.Addr().String())
 	if err != nil {

@@ -112,6 +112,7 @@ func (w *worker) attempt(ctx context.Context, p *Plugin, c *container, state *de
 		Result:        settled,
 		Attempt:       out.Result,
 		Message:       out.Output,
+		Warning:       out.Warning,
 		Time:          timestamppb.New(begin),
 		Duration:      durationpb.New(elapsed),
 	}

@@ -72,4 +72,7 @@ func TestMemoryPressureEvictsAnAPIPod(t *testing.T) {
 	if innocent.Status.Phase != v1.PodRunning || innocent.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Errorf("the innocent pod after the eviction: %s", describe(innocent, nil))
 	}
+	// The kubelet's events: Evicted on the pod, with its message, and
+	// EvictionThresholdMet on the node.
+	checkEvictionEvents(t, n, hog)
 }

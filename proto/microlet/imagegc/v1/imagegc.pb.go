@@ -277,9 +277,13 @@ type PlanImageGCResponse struct {
 	// Image IDs to remove, in order.
 	RemoveImageIds []string `protobuf:"bytes,1,rep,name=remove_image_ids,json=removeImageIds,proto3" json:"remove_image_ids,omitempty"`
 	// Why, for the log: which threshold was passed and by how much.
-	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Set when the plan cannot free what the plugin's thresholds require:
+	// the message of upstream's FreeDiskSpaceFailed event, which the core
+	// records on the node.
+	FreeDiskSpaceFailed string `protobuf:"bytes,3,opt,name=free_disk_space_failed,json=freeDiskSpaceFailed,proto3" json:"free_disk_space_failed,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *PlanImageGCResponse) Reset() {
@@ -322,6 +326,13 @@ func (x *PlanImageGCResponse) GetRemoveImageIds() []string {
 func (x *PlanImageGCResponse) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *PlanImageGCResponse) GetFreeDiskSpaceFailed() string {
+	if x != nil {
+		return x.FreeDiskSpaceFailed
 	}
 	return ""
 }
@@ -748,10 +759,11 @@ const file_microlet_imagegc_v1_imagegc_proto_rawDesc = "" +
 	"\x12PlanImageGCRequest\x12?\n" +
 	"\acontext\x18\x01 \x01(\v2#.microlet.imagegc.v1.ImageGCContextH\x00R\acontext\x122\n" +
 	"\x05image\x18\x02 \x01(\v2\x1a.microlet.imagegc.v1.ImageH\x00R\x05imageB\x06\n" +
-	"\x04item\"W\n" +
+	"\x04item\"\x8c\x01\n" +
 	"\x13PlanImageGCResponse\x12(\n" +
 	"\x10remove_image_ids\x18\x01 \x03(\tR\x0eremoveImageIds\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"a\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x123\n" +
+	"\x16free_disk_space_failed\x18\x03 \x01(\tR\x13freeDiskSpaceFailed\"a\n" +
 	"\x12ContainerGCContext\x12,\n" +
 	"\x03now\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x12\x1d\n" +
 	"\n" +

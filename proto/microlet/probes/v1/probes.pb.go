@@ -1013,8 +1013,12 @@ type ProbeResult struct {
 	Duration *durationpb.Duration `protobuf:"bytes,9,opt,name=duration,proto3" json:"duration,omitempty"`
 	// For liveness and startup failures: the probe-level grace period, if set.
 	TerminationGracePeriodSeconds *int64 `protobuf:"varint,10,opt,name=termination_grace_period_seconds,json=terminationGracePeriodSeconds,proto3,oneof" json:"termination_grace_period_seconds,omitempty"`
-	unknownFields                 protoimpl.UnknownFields
-	sizeCache                     protoimpl.SizeCache
+	// A successful attempt that deserves a warning (an HTTP redirect left
+	// unfollowed): the core records upstream's ProbeWarning event with the
+	// message.
+	Warning       bool `protobuf:"varint,11,opt,name=warning,proto3" json:"warning,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProbeResult) Reset() {
@@ -1115,6 +1119,13 @@ func (x *ProbeResult) GetTerminationGracePeriodSeconds() int64 {
 		return *x.TerminationGracePeriodSeconds
 	}
 	return 0
+}
+
+func (x *ProbeResult) GetWarning() bool {
+	if x != nil {
+		return x.Warning
+	}
+	return false
 }
 
 type WatchResultsResponse struct {
@@ -1228,7 +1239,7 @@ const file_microlet_probes_v1_probes_proto_rawDesc = "" +
 	"\x11SyncProbesRequest\x12A\n" +
 	"\tcontainer\x18\x01 \x01(\v2#.microlet.probes.v1.ContainerProbesR\tcontainer\"\x14\n" +
 	"\x12SyncProbesResponse\"\x15\n" +
-	"\x13WatchResultsRequest\"\x8c\x04\n" +
+	"\x13WatchResultsRequest\"\xa6\x04\n" +
 	"\vProbeResult\x12\x17\n" +
 	"\apod_uid\x18\x01 \x01(\tR\x06podUid\x12%\n" +
 	"\x0econtainer_name\x18\x02 \x01(\tR\rcontainerName\x12!\n" +
@@ -1241,7 +1252,8 @@ const file_microlet_probes_v1_probes_proto_rawDesc = "" +
 	"\x04time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x125\n" +
 	"\bduration\x18\t \x01(\v2\x19.google.protobuf.DurationR\bduration\x12L\n" +
 	" termination_grace_period_seconds\x18\n" +
-	" \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01B#\n" +
+	" \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01\x12\x18\n" +
+	"\awarning\x18\v \x01(\bR\awarningB#\n" +
 	"!_termination_grace_period_seconds\"O\n" +
 	"\x14WatchResultsResponse\x127\n" +
 	"\x06result\x18\x01 \x01(\v2\x1f.microlet.probes.v1.ProbeResultR\x06result*r\n" +

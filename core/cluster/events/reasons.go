@@ -1,0 +1,101 @@
+package events
+
+// The kubelet's event reasons, copied from upstream's
+// pkg/kubelet/events/event.go (k8s.io/kubernetes v1.34.4), which is not
+// importable without the whole kubelet. Users, alerts and tools match on
+// these strings, so they stay exactly upstream's; reasons upstream spells
+// inline (the node pressure pairs, EvictionThresholdMet, Evicted) are here
+// too, with where they come from.
+
+// Container event reasons.
+const (
+	CreatedContainer        = "Created"
+	StartedContainer        = "Started"
+	FailedToCreateContainer = "Failed"
+	FailedToStartContainer  = "Failed"
+	KillingContainer        = "Killing"
+	PreemptContainer        = "Preempting"
+	BackOffStartContainer   = "BackOff"
+	ExceededGracePeriod     = "ExceededGracePeriod"
+)
+
+// Pod event reasons.
+const (
+	FailedToKillPod                = "FailedKillPod"
+	FailedToCreatePodContainer     = "FailedCreatePodContainer"
+	FailedToMakePodDataDirectories = "Failed"
+	NetworkNotReady                = "NetworkNotReady"
+)
+
+// Image event reasons.
+const (
+	PullingImage            = "Pulling"
+	PulledImage             = "Pulled"
+	FailedToPullImage       = "Failed"
+	FailedToInspectImage    = "InspectFailed"
+	ErrImageNeverPullPolicy = "ErrImageNeverPull"
+	BackOffPullImage        = "BackOff"
+)
+
+// Node and kubelet event reasons.
+const (
+	NodeReady                            = "NodeReady"
+	NodeNotReady                         = "NodeNotReady"
+	NodeSchedulable                      = "NodeSchedulable"
+	NodeNotSchedulable                   = "NodeNotSchedulable"
+	StartingKubelet                      = "Starting"
+	KubeletSetupFailed                   = "KubeletSetupFailed"
+	FailedMountVolume                    = "FailedMount"
+	NodeRebooted                         = "Rebooted"
+	NodeShutdown                         = "Shutdown"
+	ContainerGCFailed                    = "ContainerGCFailed"
+	ImageGCFailed                        = "ImageGCFailed"
+	FailedNodeAllocatableEnforcement     = "FailedNodeAllocatableEnforcement"
+	SuccessfulNodeAllocatableEnforcement = "NodeAllocatableEnforced"
+	SandboxChanged                       = "SandboxChanged"
+	FailedCreatePodSandBox               = "FailedCreatePodSandBox"
+	FailedStatusPodSandBox               = "FailedPodSandBoxStatus"
+)
+
+// Node pressure condition event reasons, spelled inline in upstream's
+// pkg/kubelet/nodestatus/setters.go.
+const (
+	NodeHasSufficientMemory   = "NodeHasSufficientMemory"
+	NodeHasInsufficientMemory = "NodeHasInsufficientMemory"
+	NodeHasNoDiskPressure     = "NodeHasNoDiskPressure"
+	NodeHasDiskPressure       = "NodeHasDiskPressure"
+	NodeHasSufficientPID      = "NodeHasSufficientPID"
+	NodeHasInsufficientPID    = "NodeHasInsufficientPID"
+)
+
+// Image manager event reasons.
+const (
+	InvalidDiskCapacity = "InvalidDiskCapacity"
+	FreeDiskSpaceFailed = "FreeDiskSpaceFailed"
+)
+
+// Eviction event reasons, from upstream's pkg/kubelet/eviction
+// (eviction_manager.go spells EvictionThresholdMet inline; Evicted is its
+// Reason constant, also the evicted pod's status reason).
+const (
+	EvictionThresholdMet = "EvictionThresholdMet"
+	Evicted              = "Evicted"
+)
+
+// Probe event reasons.
+const (
+	ContainerUnhealthy    = "Unhealthy"
+	ContainerProbeWarning = "ProbeWarning"
+)
+
+// Pod worker and config event reasons.
+const (
+	FailedSync       = "FailedSync"
+	FailedValidation = "FailedValidation"
+)
+
+// Lifecycle hook event reasons.
+const (
+	FailedPostStartHook = "FailedPostStartHook"
+	FailedPreStopHook   = "FailedPreStopHook"
+)
