@@ -99,8 +99,9 @@ func hasServiceAccountVolume(pod *v1.Pod) bool {
 	return false
 }
 
-// TestConfigMapAndSecretVolumes: a pod waits (ContainerCreating) while its
-// configMap is missing and runs once it exists; its configMap and secret
+// TestConfigMapAndSecretVolumes: a pod waits (ContainerCreating, with
+// FailedMount events) while its configMap is missing and runs once it
+// exists; its configMap and secret
 // files are there with their modes, behind upstream's ..data layout, and
 // an edit of the configMap reaches the mounted file.
 func TestConfigMapAndSecretVolumes(t *testing.T) {
@@ -121,13 +122,20 @@ func TestConfigMapAndSecretVolumes(t *testing.T) {
 		v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"},
 			Items: []v1.KeyToPath{{Key: "greeting", Path: "conf/greeting"}}}}},
 		v1.Volume{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec", DefaultMode: &mode}}})
-	if _, err := admin.CoreV1().Pods(ns).Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "files"}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+	created, err := admin.CoreV1().Pods(ns).Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "files"}, Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	waitAPIPod(t, n, ns, "files", "Pending, ContainerCreating while the configMap is missing", func(p *v1.Pod) bool {
 		cs := p.Status.ContainerStatuses
 		return p.Status.Phase == v1.PodPending && len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "ContainerCreating"
 	})
+	waitForReasons(t, n, "the pod's events", podEvents(t, created), "FailedMount")
+	for _, e := range podEvents(t, created)() {
+		if e.Reason == "FailedMount" && e.Message != `MountVolume.SetUp failed for volume "cfg" : configmaps "cfg" not found` {
+			t.Errorf("FailedMount event %q, want the kubelet's message", e.Message)
+		}
+	}
 	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"greeting": "hello"}}
 	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
