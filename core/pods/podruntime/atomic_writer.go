@@ -31,10 +31,12 @@ const (
 	maxProjectedName  = 255
 )
 
-// fileProjection is one file of a volume: its content and mode.
+// fileProjection is one file of a volume: its content, mode and, when
+// set, owner and group.
 type fileProjection struct {
-	Data []byte
-	Mode os.FileMode
+	Data     []byte
+	Mode     os.FileMode
+	UID, GID *int64
 }
 
 // atomicWrite makes dir hold exactly payload (paths relative to dir),
@@ -185,7 +187,10 @@ func writeFiles(dir string, payload map[string]fileProjection) error {
 		if err := os.WriteFile(path, f.Data, f.Mode); err != nil {
 			return err
 		}
-		// WriteFile's mode is subject to the umask.
+		if err := chownFile(path, f); err != nil {
+			return err
+		}
+		// WriteFile's mode is subject to the umask; chown may clear bits.
 		if err := os.Chmod(path, f.Mode); err != nil {
 			return err
 		}

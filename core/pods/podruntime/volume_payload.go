@@ -25,10 +25,21 @@ var errStandalone = errors.New("this node has no API server (standalone), so it 
 type payloadBuilder struct {
 	sources     VolumeSources // nil on a standalone node
 	allocatable v1.ResourceList
+	owners      fileOwnership
 }
 
-// volumePayload is the files of vol.
+// volumePayload is the files of vol, owned as the pod says.
 func (b *payloadBuilder) volumePayload(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (map[string]fileProjection, error) {
+	payload, err := b.kindPayload(ctx, pod, vol)
+	if err != nil {
+		return nil, err
+	}
+	b.owners.apply(payload)
+	return payload, nil
+}
+
+// kindPayload is the files of vol by its kind.
+func (b *payloadBuilder) kindPayload(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (map[string]fileProjection, error) {
 	switch {
 	case vol.ConfigMap != nil:
 		s := vol.ConfigMap
@@ -183,7 +194,7 @@ func (b *payloadBuilder) tokenPayload(ctx context.Context, pod *v1.Pod, s *v1.Se
 	if err != nil {
 		return nil, fmt.Errorf("failed to fetch token: %w", err)
 	}
-	return map[string]fileProjection{s.Path: {Data: []byte(token), Mode: mode}}, nil
+	return map[string]fileProjection{s.Path: {Data: []byte(token), Mode: b.owners.tokenMode(mode), UID: b.owners.user}}, nil
 }
 
 func fileMode(m *int32) os.FileMode {

@@ -3,6 +3,7 @@ package podruntime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -141,6 +142,51 @@ func TestVolumePayload(t *testing.T) {
 				if g, ok := got[p]; !ok || string(g.Data) != string(w.Data) || g.Mode != w.Mode {
 					t.Errorf("%s = %q %v, want %q %v", p, g.Data, g.Mode, w.Data, w.Mode)
 				}
+			}
+		})
+	}
+}
+
+// TestVolumePayloadOwnership: upstream's fsGroup and token owner rules.
+func TestVolumePayloadOwnership(t *testing.T) {
+	sources := &fakeSources{secrets: map[string]*v1.Secret{"sec": {Data: map[string][]byte{"k": []byte("v")}}}, token: "tok"}
+	vol := &v1.Volume{Name: "v", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{DefaultMode: ptr[int32](0o400), Sources: []v1.VolumeProjection{
+		{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
+		{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "sec"}}},
+	}}}}
+	id := func(v int64) *int64 { return &v }
+	tests := []struct {
+		name                  string
+		pod                   v1.PodSecurityContext
+		containerUsers        []*int64
+		wantToken, wantK      os.FileMode
+		wantTokenUID, wantGID *int64
+	}{
+		{name: "no fsGroup, users differ", containerUsers: []*int64{id(1000), id(1001)}, wantToken: 0o400, wantK: 0o400},
+		{name: "one shared user", pod: v1.PodSecurityContext{RunAsUser: id(1000)}, containerUsers: []*int64{nil, nil},
+			wantToken: 0o600, wantK: 0o400, wantTokenUID: id(1000)},
+		{name: "fsGroup", pod: v1.PodSecurityContext{FSGroup: id(2000)}, containerUsers: []*int64{id(1000), nil},
+			wantToken: 0o640, wantK: 0o440, wantGID: id(2000)},
+		{name: "fsGroup and one user", pod: v1.PodSecurityContext{FSGroup: id(2000)}, containerUsers: []*int64{id(1000), id(1000)},
+			wantToken: 0o640, wantK: 0o440, wantTokenUID: id(1000), wantGID: id(2000)},
+	}
+	same := func(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{ServiceAccountName: "default", SecurityContext: &tt.pod}}
+			for i, u := range tt.containerUsers {
+				pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: fmt.Sprint(i), SecurityContext: &v1.SecurityContext{RunAsUser: u}})
+			}
+			b := &payloadBuilder{sources: sources, owners: podFileOwnership(pod)}
+			got, err := b.volumePayload(context.Background(), pod, vol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, k := got["token"], got["k"]
+			if tok.Mode != tt.wantToken || k.Mode != tt.wantK || !same(tok.UID, tt.wantTokenUID) || k.UID != nil ||
+				!same(tok.GID, tt.wantGID) || !same(k.GID, tt.wantGID) {
+				t.Errorf("token %v uid %v gid %v, k %v gid %v; want token %v uid %v, k %v, gid %v",
+					tok.Mode, tok.UID, tok.GID, k.Mode, k.GID, tt.wantToken, tt.wantTokenUID, tt.wantK, tt.wantGID)
 			}
 		})
 	}

@@ -84,7 +84,7 @@ func (v *volumeManager) projectedVolumePath(uid types.UID, vol *v1.Volume) strin
 // files then, unchanged ones are not rewritten. Every volume is tried; each
 // failure is a FailedMount event, and the error names them all.
 func (v *volumeManager) setUpPodVolumes(ctx context.Context, pod *v1.Pod) error {
-	b := &payloadBuilder{sources: v.sources, allocatable: v.allocatable()}
+	b := &payloadBuilder{sources: v.sources, allocatable: v.allocatable(), owners: podFileOwnership(pod)}
 	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
