@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/microlet/microlet/internal/devnode"
 )
@@ -102,8 +103,9 @@ func hasServiceAccountVolume(pod *v1.Pod) bool {
 // TestConfigMapAndSecretVolumes: a pod waits (ContainerCreating, with
 // FailedMount events) while its configMap is missing and runs once it
 // exists; its configMap and secret
-// files are there with their modes, behind upstream's ..data layout, and
-// an edit of the configMap reaches the mounted file.
+// files are there with their modes (the secret readable by the fsGroup of
+// a non-root container), behind upstream's ..data layout, and an edit of
+// the configMap reaches the mounted file.
 func TestConfigMapAndSecretVolumes(t *testing.T) {
 	t.Parallel()
 	// A short sync period: updates reach files on a pod sync.
@@ -122,6 +124,8 @@ func TestConfigMapAndSecretVolumes(t *testing.T) {
 		v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"},
 			Items: []v1.KeyToPath{{Key: "greeting", Path: "conf/greeting"}}}}},
 		v1.Volume{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec", DefaultMode: &mode}}})
+	// Not root: the secret is readable through the fsGroup.
+	spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), FSGroup: ptr.To[int64](2000)}
 	created, err := admin.CoreV1().Pods(ns).Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "files"}, Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -146,8 +150,8 @@ func TestConfigMapAndSecretVolumes(t *testing.T) {
 	if got := exec("cat /cfg/conf/greeting; echo; cat /sec/password"); got != "hello\ns3cret" {
 		t.Errorf("files %q, want the configMap's and the secret's values", got)
 	}
-	if got := exec("stat -L -c %a /sec/password; readlink /cfg/conf; readlink /cfg/..data"); !strings.HasPrefix(got, "400\n..data/conf\n..20") {
-		t.Errorf("mode and links %q, want 400, conf -> ..data/conf, ..data -> the timestamped directory", got)
+	if got := exec("stat -L -c '%a %g' /sec/password; readlink /cfg/conf; readlink /cfg/..data"); !strings.HasPrefix(got, "440 2000\n..data/conf\n..20") {
+		t.Errorf("mode and links %q, want 440 (0400 readable by the fsGroup) of group 2000, conf -> ..data/conf, ..data -> the timestamped directory", got)
 	}
 	if got := exec("grep ' /sec ' /proc/mounts | cut -d' ' -f3,4"); !strings.HasPrefix(got, "tmpfs ro") {
 		t.Errorf("/sec is mounted %q, want a read-only tmpfs", got)
