@@ -105,7 +105,8 @@ func hasServiceAccountVolume(pod *v1.Pod) bool {
 // exists; its configMap and secret
 // files are there with their modes (the secret readable by the fsGroup of
 // a non-root container), behind upstream's ..data layout, and an edit of
-// the configMap reaches the mounted file.
+// the configMap, or of the pod's labels for its downwardAPI volume, reaches
+// the mounted file.
 func TestConfigMapAndSecretVolumes(t *testing.T) {
 	t.Parallel()
 	// A short sync period: updates reach files on a pod sync.
@@ -120,10 +121,12 @@ func TestConfigMapAndSecretVolumes(t *testing.T) {
 	}
 	mode := int32(0o400)
 	spec := apiPodSpec(n, v1.Container{Name: "app", Image: devnode.DefaultTestImage, Command: []string{"sh", "-c", untilTerm},
-		VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}, {Name: "sec", MountPath: "/sec"}}},
+		VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}, {Name: "sec", MountPath: "/sec"}, {Name: "info", MountPath: "/info"}}},
 		v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"},
 			Items: []v1.KeyToPath{{Key: "greeting", Path: "conf/greeting"}}}}},
-		v1.Volume{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec", DefaultMode: &mode}}})
+		v1.Volume{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec", DefaultMode: &mode}}},
+		v1.Volume{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+			{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}})
 	// Not root: the secret is readable through the fsGroup.
 	spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), FSGroup: ptr.To[int64](2000)}
 	created, err := admin.CoreV1().Pods(ns).Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "files"}, Spec: spec}, metav1.CreateOptions{})
@@ -164,5 +167,10 @@ func TestConfigMapAndSecretVolumes(t *testing.T) {
 	n.Eventually("the configMap's update in the mounted file", func() (bool, string) {
 		got := exec("cat /cfg/conf/greeting")
 		return got == "hello again", got
+	})
+	kubectl(t, "label", "pod", "-n", ns, "files", "tier=web")
+	n.Eventually("the new label in the downwardAPI file", func() (bool, string) {
+		got := exec("cat /info/labels")
+		return got == `tier="web"`, got
 	})
 }
