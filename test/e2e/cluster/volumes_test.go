@@ -102,11 +102,10 @@ func hasServiceAccountVolume(pod *v1.Pod) bool {
 
 // TestConfigMapAndSecretVolumes: a pod waits (ContainerCreating, with
 // FailedMount events) while its configMap is missing and runs once it
-// exists; its configMap and secret
-// files are there with their modes (the secret readable by the fsGroup of
-// a non-root container), behind upstream's ..data layout, and an edit of
-// the configMap, or of the pod's labels for its downwardAPI volume, reaches
-// the mounted file.
+// exists; its configMap and secret files are there with their modes (the
+// secret readable by the fsGroup of a non-root container), behind
+// upstream's ..data layout; an edit of the configMap, or of the pod's
+// labels for its downwardAPI volume, reaches the mounted file.
 func TestConfigMapAndSecretVolumes(t *testing.T) {
 	t.Parallel()
 	// A short sync period: updates reach files on a pod sync.
