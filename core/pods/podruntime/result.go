@@ -3,6 +3,8 @@ package podruntime
 import (
 	"errors"
 	"fmt"
+
+	"github.com/microlet/microlet/core/cluster/events"
 )
 
 // Actions are what a step of SyncPod or KillPod did, by upstream's
@@ -41,7 +43,7 @@ const (
 	ReasonKillPodSandboxError        = "KillPodSandboxError"
 	// ReasonFailedMount is the kubelet's event reason for a volume it
 	// cannot set up.
-	ReasonFailedMount = "FailedMount"
+	ReasonFailedMount = events.FailedMountVolume
 )
 
 // Sentinel errors, one per failure reason; a failed step's Err wraps one, so
