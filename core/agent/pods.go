@@ -144,6 +144,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		Resources:             p.cgroups,
 		ContainerOptions:      p.devices,
 		NodeAllocatable:       p.cgroups.Allocatable,
+		VolumeSources:         c.volumeSources(),
 		MaxParallelImagePulls: parallelImagePulls(cfg),
 		Events:                a.recorder,
 		Logger:                a.log.Named("runtime"),

@@ -75,7 +75,7 @@ func Check(pod *v1.Pod, node *v1.Node, others []*v1.Pod) Verdict {
 			return predicateFailed(predicateTaintToleration, msgTaints)
 		}
 		if v := unsupportedVolume(pod); v != "" {
-			return Verdict{Reason: ReasonUnsupportedVolume, Message: fmt.Sprintf("volume %q: only emptyDir and hostPath volumes are supported on this node", v)}
+			return Verdict{Reason: ReasonUnsupportedVolume, Message: fmt.Sprintf("volume %q: only emptyDir, hostPath, configMap, secret, downwardAPI and projected volumes are supported on this node", v)}
 		}
 	}
 	return Verdict{}
@@ -100,7 +100,8 @@ func osSelectorMismatch(pod *v1.Pod, node *v1.Node) bool {
 // cannot set up (see podruntime's volume manager), "" if none.
 func unsupportedVolume(pod *v1.Pod) string {
 	for _, v := range pod.Spec.Volumes {
-		if v.EmptyDir == nil && v.HostPath == nil {
+		s := v.VolumeSource
+		if s.EmptyDir == nil && s.HostPath == nil && s.ConfigMap == nil && s.Secret == nil && s.DownwardAPI == nil && s.Projected == nil {
 			return v.Name
 		}
 	}

@@ -72,8 +72,10 @@ func TestCheck(t *testing.T) {
 		})}},
 		{name: "unsupported volume", pod: apiPod(tolerate, func(p *v1.Pod) {
 			p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
-				{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}}}
-		}), reason: "UnsupportedVolume", msg: `volume "cfg": only emptyDir and hostPath volumes are supported on this node`},
+				{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+				{Name: "token", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}}},
+				{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+		}), reason: "UnsupportedVolume", msg: `volume "data": only emptyDir, hostPath, configMap, secret, downwardAPI and projected volumes are supported on this node`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,6 +47,10 @@ type Options struct {
 	// limits of containers that set none and for the size of memory-backed
 	// emptyDirs, as upstream; nil: the machine's CPUs and memory.
 	NodeAllocatable func() v1.ResourceList
+	// VolumeSources reads the API objects configMap, secret and projected
+	// volumes show; nil on a standalone node, where containers mounting
+	// such volumes fail with CreateContainerConfigError and the reason.
+	VolumeSources VolumeSources
 	// MaxParallelImagePulls bounds concurrent pulls: 0 or 1 serializes them
 	// (the kubelet's serializeImagePulls default), n > 1 allows n at once.
 	MaxParallelImagePulls int
@@ -185,7 +189,7 @@ func newManager(opts Options) (*Manager, error) {
 		events:    opts.Events,
 		crashLoop: newBackoff(containerBackOffPeriod, maxContainerBackOff, opts.Clock),
 		dns:       &dnsConfigurer{clusterDNS: clusterDNS, clusterDomain: opts.DNS.ClusterDomain, resolvConf: opts.DNS.ResolvConf, nodeIPs: nodeIPs, log: log, events: opts.Events, nodeRef: events.NodeRef(opts.NodeName)},
-		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable, opts.Events),
+		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable, opts.VolumeSources, opts.Events, opts.Clock),
 		metrics:   met,
 	}
 	m.images = newImagePuller(opts.CRI, opts.Events, opts.MaxParallelImagePulls, opts.Clock, met, log)

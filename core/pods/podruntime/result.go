@@ -3,6 +3,8 @@ package podruntime
 import (
 	"errors"
 	"fmt"
+
+	"github.com/microlet/microlet/core/cluster/events"
 )
 
 // Actions are what a step of SyncPod or KillPod did, by upstream's
@@ -13,6 +15,9 @@ const (
 	ActionKillPodSandbox   = "KillPodSandbox"
 	ActionStartContainer   = "StartContainer"
 	ActionKillContainer    = "KillContainer"
+	// ActionMountVolumes is microlet's: upstream mounts volumes before its
+	// runtime sync, outside the sync result.
+	ActionMountVolumes = "MountVolumes"
 )
 
 // Reasons, exactly as upstream puts them in container statuses. The first
@@ -36,6 +41,9 @@ const (
 	ReasonCreatePodSandboxError      = "CreatePodSandboxError"
 	ReasonConfigPodSandboxError      = "ConfigPodSandboxError"
 	ReasonKillPodSandboxError        = "KillPodSandboxError"
+	// ReasonFailedMount is the kubelet's event reason for a volume it
+	// cannot set up.
+	ReasonFailedMount = events.FailedMountVolume
 )
 
 // Sentinel errors, one per failure reason; a failed step's Err wraps one, so
@@ -56,6 +64,7 @@ var (
 	ErrCreatePodSandbox      = errors.New(ReasonCreatePodSandboxError)
 	ErrConfigPodSandbox      = errors.New(ReasonConfigPodSandboxError)
 	ErrKillPodSandbox        = errors.New(ReasonKillPodSandboxError)
+	ErrFailedMount           = errors.New(ReasonFailedMount)
 )
 
 // SyncResult is what SyncPod did, step by step, successful steps included.

@@ -41,6 +41,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		m.events.Event(pod, v1.EventTypeNormal, events.SandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 	}
 	result := &SyncResult{}
+	if !m.mountVolumes(ctx, pod, result) {
+		return result
+	}
 	podIPs := m.podIPs(pod, status)
 	if actions.KillPod {
 		m.killPod(ctx, pod, status.RunningPod(), podIPs, nil, result)
@@ -96,6 +99,26 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		_ = start(&pod.Spec.Containers[i], metricContainer) // recorded in result
 	}
 	return result
+}
+
+// mountVolumes writes the pod's configMap, secret, downwardAPI and
+// projected volumes, as the kubelet's WaitForAttachAndMount before its
+// runtime sync. A volume never set up is a failed step (FailedMount): the
+// pod waits, ContainerCreating, and is synced again. One that was set up
+// keeps its last files when an update fails, as upstream's reconciler.
+func (m *Manager) mountVolumes(ctx context.Context, pod *v1.Pod, result *SyncResult) bool {
+	err := m.volumes.setUpPodVolumes(ctx, pod)
+	if err == nil {
+		return true
+	}
+	if m.volumes.projectedSetUp(pod) {
+		m.log.Warn("cannot update a volume; it keeps its last content", "pod", podFullName(pod), "error", err)
+		return true
+	}
+	step := StepResult{Action: ActionMountVolumes, Target: podFullName(pod)}
+	step.fail(ErrFailedMount, err.Error())
+	result.add(step)
+	return false
 }
 
 // startStep starts a container unless it is in crash-loop backoff, and

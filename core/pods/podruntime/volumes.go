@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
@@ -27,24 +28,28 @@ const (
 )
 
 // volumeManager sets up the volumes a container mounts and tears down what
-// a pod left. Only emptyDir and hostPath exist on a node without an API
-// server (static pods may reference no API object).
+// a pod left: emptyDir, hostPath and downwardAPI everywhere; configMap,
+// secret and projected ones with sources, on a node of a cluster.
 type volumeManager struct {
 	rootDir     string
 	allocatable func() v1.ResourceList
+	sources     VolumeSources // nil on a standalone node
 	// events gets upstream's FailedMount for a volume that cannot be set up.
 	events events.Recorder
+	now    func() time.Time
 	// The host operations, replaced in unit tests.
 	mount       func(source, target, fstype string, flags uintptr, data string) error
 	unmount     func(target string) error
 	mountPoints func() ([]string, error)
 }
 
-func newVolumeManager(rootDir string, allocatable func() v1.ResourceList, recorder events.Recorder) *volumeManager {
+func newVolumeManager(rootDir string, allocatable func() v1.ResourceList, sources VolumeSources, recorder events.Recorder, now func() time.Time) *volumeManager {
 	return &volumeManager{
 		rootDir:     rootDir,
 		allocatable: allocatable,
+		sources:     sources,
 		events:      recorder,
+		now:         now,
 		mount:       unix.Mount,
 		unmount:     func(target string) error { return unix.Unmount(target, 0) },
 		mountPoints: readMountPoints,
@@ -69,7 +74,7 @@ func (v *volumeManager) containerMounts(pod *v1.Pod, c *v1.Container, envs map[s
 		if vol == nil {
 			return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, c.Name)
 		}
-		hostPath, err := v.setUp(pod, vol)
+		hostPath, readOnly, err := v.setUp(pod, vol)
 		if err != nil {
 			v.events.Eventf(pod, v1.EventTypeWarning, events.FailedMountVolume, "MountVolume.SetUp failed for volume %q : %v", vm.Name, err)
 			return nil, fmt.Errorf("volume %q of container %q: %w", vm.Name, c.Name, err)
@@ -93,7 +98,7 @@ func (v *volumeManager) containerMounts(pod *v1.Pod, c *v1.Container, envs map[s
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
 			HostPath:      hostPath,
-			Readonly:      vm.ReadOnly,
+			Readonly:      vm.ReadOnly || readOnly,
 			Propagation:   propagation,
 		})
 	}
@@ -109,21 +114,35 @@ func podVolume(pod *v1.Pod, name string) *v1.Volume {
 	return nil
 }
 
-// setUp makes a volume ready and returns its path on the node.
-func (v *volumeManager) setUp(pod *v1.Pod, vol *v1.Volume) (string, error) {
+// setUp makes a volume ready and returns its path on the node, and whether
+// it is always mounted read-only (the projected kinds, whose files the
+// node writes, as upstream). The projected kinds were written by
+// setUpPodVolumes before; on a standalone node, those showing API objects
+// fail the container (CreateContainerConfigError) with the reason.
+func (v *volumeManager) setUp(pod *v1.Pod, vol *v1.Volume) (string, bool, error) {
 	switch {
 	case vol.EmptyDir != nil:
-		return v.setUpEmptyDir(pod, vol)
+		path, err := v.setUpEmptyDir(pod, vol)
+		return path, false, err
 	case vol.HostPath != nil:
 		path := filepath.Clean(vol.HostPath.Path)
 		if vol.HostPath.Type != nil {
 			if err := checkHostPathType(path, *vol.HostPath.Type); err != nil {
-				return "", err
+				return "", false, err
 			}
 		}
-		return path, nil
+		return path, false, nil
+	case projectedPluginDirOf(vol) != "":
+		if !v.canSetUp(vol) {
+			return "", false, errStandalone
+		}
+		path := v.projectedVolumePath(pod.UID, vol)
+		if _, err := os.Lstat(filepath.Join(path, atomicDataDir)); err != nil {
+			return "", false, fmt.Errorf("the volume is not set up: %w", err)
+		}
+		return path, true, nil
 	}
-	return "", errors.New("only emptyDir and hostPath volumes are supported on this node")
+	return "", false, errors.New("only emptyDir, hostPath, configMap, secret, downwardAPI and projected volumes are supported on this node")
 }
 
 // setUpEmptyDir makes the volume's directory, and mounts a tmpfs on it for
@@ -141,23 +160,29 @@ func (v *volumeManager) setUpEmptyDir(pod *v1.Pod, vol *v1.Volume) (string, erro
 	case v1.StorageMediumDefault:
 		return dir, nil
 	case v1.StorageMediumMemory:
-		points, err := v.mountPoints()
-		if err != nil {
-			return "", err
-		}
-		if slices.Contains(points, dir) {
-			return dir, nil
-		}
-		var options string
-		if size := emptyDirMemorySize(pod, vol.EmptyDir.SizeLimit, v.allocatable()); size > 0 {
-			options = "size=" + strconv.FormatInt(size, 10)
-		}
-		if err := v.mount("tmpfs", dir, "tmpfs", 0, options); err != nil {
-			return "", fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
-		}
-		return dir, nil
+		return dir, v.mountTmpfsOnce(dir, emptyDirMemorySize(pod, vol.EmptyDir.SizeLimit, v.allocatable()))
 	}
 	return "", fmt.Errorf("emptyDir medium %q is not supported; want \"\" or %q", vol.EmptyDir.Medium, v1.StorageMediumMemory)
+}
+
+// mountTmpfsOnce mounts a tmpfs of size bytes (0: the kernel's default) on
+// dir unless one is there.
+func (v *volumeManager) mountTmpfsOnce(dir string, size int64) error {
+	points, err := v.mountPoints()
+	if err != nil {
+		return err
+	}
+	if slices.Contains(points, dir) {
+		return nil
+	}
+	var options string
+	if size > 0 {
+		options = "size=" + strconv.FormatInt(size, 10)
+	}
+	if err := v.mount("tmpfs", dir, "tmpfs", 0, options); err != nil {
+		return fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
+	}
+	return nil
 }
 
 // emptyDirMemorySize is the size of a memory-backed emptyDir, as upstream's

@@ -168,8 +168,8 @@ func TestStaticPodMirror(t *testing.T) {
 // TestPodsTheNodeCannotRun: a pod asking for more CPU than the node has is
 // Failed / OutOfcpu with upstream's message, one whose node selector the
 // Node does not match Failed / NodeAffinity, one with a volume the node
-// cannot set up Failed / UnsupportedVolume; none harms a pod that runs next
-// to them.
+// cannot set up (a persistentVolumeClaim) Failed / UnsupportedVolume; none
+// harms a pod that runs next to them.
 func TestPodsTheNodeCannotRun(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeOptions{})
@@ -192,8 +192,8 @@ func TestPodsTheNodeCannotRun(t *testing.T) {
 	create("hog", func(s *v1.PodSpec) {
 		s.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1000")}
 	})
-	create("configmap", func(s *v1.PodSpec) {
-		s.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}}}
+	create("claim", func(s *v1.PodSpec) {
+		s.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
 	})
 	create("elsewhere", func(s *v1.PodSpec) { s.NodeSelector["topology.kubernetes.io/zone"] = "nowhere" })
 	hog := waitAPIPod(t, n, ns, "hog", "Failed / OutOfcpu", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
@@ -203,9 +203,9 @@ func TestPodsTheNodeCannotRun(t *testing.T) {
 	if out := kubectl(t, "get", "pod", "-n", ns, "hog", "--no-headers"); !regexp.MustCompile(`^hog\s+0/1\s+OutOfcpu\s`).MatchString(out) {
 		t.Errorf("kubectl get pod hog: %q, want OutOfcpu", out)
 	}
-	cfg := waitAPIPod(t, n, ns, "configmap", "Failed / UnsupportedVolume", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
-	if cfg.Status.Reason != "UnsupportedVolume" || !strings.Contains(cfg.Status.Message, `volume "cfg"`) {
-		t.Errorf("configmap: reason %q message %q, want UnsupportedVolume naming the volume", cfg.Status.Reason, cfg.Status.Message)
+	claim := waitAPIPod(t, n, ns, "claim", "Failed / UnsupportedVolume", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if claim.Status.Reason != "UnsupportedVolume" || !strings.Contains(claim.Status.Message, `volume "data"`) {
+		t.Errorf("claim: reason %q message %q, want UnsupportedVolume naming the volume", claim.Status.Reason, claim.Status.Message)
 	}
 	elsewhere := waitAPIPod(t, n, ns, "elsewhere", "Failed / NodeAffinity", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
 	if elsewhere.Status.Reason != "NodeAffinity" ||
@@ -224,7 +224,7 @@ func TestPodsTheNodeCannotRun(t *testing.T) {
 
 // apiPodSpec is a pod spec for node n: pinned to it by its hostname label
 // (other tests' nodes share the control plane), with no service account
-// token (the node sets up only emptyDir and hostPath volumes), c as the
+// token (TestDeploymentWithTheServiceAccountVolume has one), c as the
 // container and volumes.
 func apiPodSpec(n *clusterNode, c v1.Container, volumes ...v1.Volume) v1.PodSpec {
 	return v1.PodSpec{

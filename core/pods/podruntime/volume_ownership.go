@@ -1,0 +1,90 @@
+package podruntime
+
+import (
+	"os"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Upstream's modes for files the pod's fsGroup owns (pkg/volume
+// SetVolumeOwnership on a read-only volume) and for a token that one user
+// or group owns (the projected plugin).
+const (
+	fsGroupReadMask  os.FileMode = 0o440
+	ownedTokenMode   os.FileMode = 0o600
+	noOwnershipValue             = -1
+)
+
+// fileOwnership is who the files of a pod's projected volumes belong to.
+type fileOwnership struct {
+	// user is the token's owner: the one runAsUser every container
+	// shares (upstream's FsUserFrom), nil if they differ or one has none.
+	user *int64
+	// group is the pod's fsGroup, nil if unset.
+	group *int64
+}
+
+func podFileOwnership(pod *v1.Pod) fileOwnership {
+	var o fileOwnership
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		o.group = psc.FSGroup
+	}
+	o.user = sharedRunAsUser(pod)
+	return o
+}
+
+// sharedRunAsUser is upstream's FsUserFrom: the effective runAsUser of all
+// containers when they have one and it is the same.
+func sharedRunAsUser(pod *v1.Pod) *int64 {
+	var user *int64
+	containers := append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for i := range pod.Spec.EphemeralContainers {
+		containers = append(containers, v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	for i := range containers {
+		uid := effectiveSecurityContext(pod, &containers[i]).RunAsUser
+		if uid == nil || (user != nil && *user != *uid) {
+			return nil
+		}
+		user = uid
+	}
+	return user
+}
+
+// tokenMode is a token file's mode: upstream makes it 0600 when a user or
+// group will own it, else the volume's defaultMode.
+func (o fileOwnership) tokenMode(defaultMode os.FileMode) os.FileMode {
+	if o.user != nil || o.group != nil {
+		return ownedTokenMode
+	}
+	return defaultMode
+}
+
+// apply gives every file the fsGroup as group, readable by it, as
+// upstream's SetVolumeOwnership does after writing; the token keeps the
+// owner it was given.
+func (o fileOwnership) apply(payload map[string]fileProjection) {
+	if o.group == nil {
+		return
+	}
+	for p, f := range payload {
+		f.GID = o.group
+		f.Mode |= fsGroupReadMask
+		payload[p] = f
+	}
+}
+
+// chownFile gives path the owner and group f asks for, if any.
+func chownFile(path string, f fileProjection) error {
+	if f.UID == nil && f.GID == nil {
+		return nil
+	}
+	uid, gid := noOwnershipValue, noOwnershipValue
+	if f.UID != nil {
+		uid = int(*f.UID)
+	}
+	if f.GID != nil {
+		gid = int(*f.GID)
+	}
+	return os.Lchown(path, uid, gid)
+}
