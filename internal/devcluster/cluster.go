@@ -169,7 +169,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--enable-bootstrap-token-auth",
 		"--allow-privileged",
 		// For logs, exec and port-forward through the API server.
+		// kubeadm dials nodes by address first, so that a node whose
+		// hostname does not resolve is still reachable.
 		"--kubelet-client-certificate", c.files.kubeletClientCert, "--kubelet-client-key", c.files.kubeletClientKey,
+		"--kubelet-preferred-address-types", "InternalIP,ExternalIP,Hostname",
 		"--audit-policy-file", c.files.auditPolicy, "--audit-log-path", c.auditLogPath(),
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", c.files.saPublic, "--service-account-signing-key-file", c.files.saKey,
