@@ -91,7 +91,7 @@ test-unit:
 # core's pod machinery, plugin host, kinds and node API, and the SDK that
 # every plugin serves with. Their unit tests run again under -race: a build
 # of its own, minutes cold (docs/testing.md).
-RACE_PKGS ?= ./core/pods/... ./core/pluginhost/... ./core/kinds/... ./core/nodeapi/... ./sdk/...
+RACE_PKGS ?= ./core/pods/... ./core/pluginhost/... ./core/kinds/... ./core/nodeapi/... ./core/cluster/... ./sdk/...
 test-race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
