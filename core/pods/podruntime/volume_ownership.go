@@ -37,16 +37,28 @@ func podFileOwnership(pod *v1.Pod) fileOwnership {
 // containers when they have one and it is the same.
 func sharedRunAsUser(pod *v1.Pod) *int64 {
 	var user *int64
-	containers := append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
-	for i := range pod.Spec.EphemeralContainers {
-		containers = append(containers, v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
-	}
-	for i := range containers {
-		uid := effectiveSecurityContext(pod, &containers[i]).RunAsUser
+	shared := func(c *v1.Container) bool {
+		uid := effectiveSecurityContext(pod, c).RunAsUser
 		if uid == nil || (user != nil && *user != *uid) {
-			return nil
+			return false
 		}
 		user = uid
+		return true
+	}
+	for i := range pod.Spec.InitContainers {
+		if !shared(&pod.Spec.InitContainers[i]) {
+			return nil
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if !shared(&pod.Spec.Containers[i]) {
+			return nil
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if !shared((*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)) {
+			return nil
+		}
 	}
 	return user
 }
