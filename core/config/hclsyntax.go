@@ -71,9 +71,7 @@ func syntaxHint(src []byte, noticed token.Pos) (pos token.Pos, hint string, ok b
 			atKey = !inList()
 		case tok.Type == token.ASSIGN:
 			atKey = false
-		case tok.Type == token.COMMA:
-			atKey = !inList()
-		default: // a value ends an item, unless a list goes on
+		default: // a value or "," ends an item, unless a list goes on
 			atKey = !inList()
 		}
 		if !isKey {

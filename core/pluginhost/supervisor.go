@@ -208,7 +208,8 @@ func (s *supervisor) restart() {
 	s.h.log.Info("plugin restarted", "plugin", s.spec.String(), "pid", pr.pid, "outage", time.Since(s.outageStart))
 }
 
-// fail leaves the slot Failed until the operator acts.
+// fail leaves the slot Failed until the operator acts or, for a refused
+// binary, until retryRefusedLater's retry.
 func (s *supervisor) fail(err error) {
 	s.cancelRestart()
 	s.p.setState(Failed, err)

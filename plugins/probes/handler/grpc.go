@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	probesv1 "github.com/microlet/microlet/proto/microlet/probes/v1"
+	"github.com/microlet/microlet/sdk/httpget"
 )
 
 // grpcProbe is upstream's grpc probe (pkg/probe/grpc): a grpc.health.v1
@@ -26,7 +27,7 @@ func grpcProbe(ctx context.Context, a *probesv1.GRPCAction, t Target, timeout ti
 	defer cancel()
 	addr := net.JoinHostPort(t.PodIP, strconv.Itoa(int(a.GetPort())))
 	conn, err := grpc.NewClient("passthrough:///"+addr,
-		grpc.WithUserAgent(UserAgent),
+		grpc.WithUserAgent(httpget.UserAgent("probe")), // as HTTP probes send it
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return probeDialer().DialContext(ctx, "tcp", addr)

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	probesv1 "github.com/microlet/microlet/proto/microlet/probes/v1"
+	"github.com/microlet/microlet/sdk/httpget"
 )
 
 // grpcTarget serves gRPC on loopback, with the health service when health
@@ -80,8 +81,8 @@ func TestGRPC(t *testing.T) {
 	t.Run("user agent", func(t *testing.T) {
 		NewRunner(nil).Run(t.Context(), probeWith(&probesv1.GRPCAction{Port: port}), Target{PodIP: "127.0.0.1"})
 		for _, a := range agents() {
-			if !strings.HasPrefix(a, UserAgent+" ") {
-				t.Errorf("user agent %q; want %q first, as upstream", a, UserAgent)
+			if ua := httpget.UserAgent("probe"); !strings.HasPrefix(a, ua+" ") {
+				t.Errorf("user agent %q; want %q first, as upstream", a, ua)
 			}
 		}
 		if len(agents()) == 0 {

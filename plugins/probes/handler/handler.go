@@ -16,14 +16,9 @@ import (
 	hostv1 "github.com/microlet/microlet/proto/microlet/host/v1"
 	probesv1 "github.com/microlet/microlet/proto/microlet/probes/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
-	"github.com/microlet/microlet/sdk/httpget"
 )
 
 const (
-	// UserAgent is what HTTP and gRPC probes send, as a 1.34 kubelet does
-	// ("kube-probe/<major>.<minor>", httpget.UserAgent("probe")).
-	UserAgent = "kube-probe/" + httpget.KubernetesVersion
-
 	// maxProbeRetries is how many times in all an attempt that errors is
 	// made (upstream's maxProbeRetries).
 	maxProbeRetries = 3
