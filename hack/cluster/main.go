@@ -73,10 +73,6 @@ func run(opts devrun.Options, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	caFile := filepath.Join(c.Dir, "cluster-ca.crt")
-	if err := os.WriteFile(caFile, c.CA.PEM, 0o644); err != nil {
-		return err
-	}
 	kubeconfig := filepath.Join(c.Dir, "node.kubeconfig")
 	opts.Extra = fmt.Sprintf(`
 # Joins the cluster by TLS bootstrap; callers of the node API authenticate
@@ -91,7 +87,7 @@ authentication {
     client_ca_file = %q
   }
 }
-`, kubeconfig, bootstrap, caFile)
+`, kubeconfig, bootstrap, c.CAFile())
 	node, err := devrun.Start(ctx, opts)
 	if err != nil {
 		return err

@@ -94,4 +94,8 @@ func (c *Cluster) writePKI() (pkiFiles, error) {
 	return f, os.WriteFile(f.saPublic, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: public}), 0o644)
 }
 
+// CAFile is the PEM file of the cluster's CA certificate (c.CA.PEM), for a
+// node's client_ca_file.
+func (c *Cluster) CAFile() string { return c.files.ca }
+
 func (c *Cluster) auditLogPath() string { return filepath.Join(c.Dir, "audit.log") }

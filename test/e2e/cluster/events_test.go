@@ -28,8 +28,7 @@ import (
 // node.
 func TestEventsVisibleWithKubectl(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, nodeOptions{})
-	waitReady(t, n, "")
+	n := startReadyNode(t)
 
 	manifest := filepath.Join(t.TempDir(), "pod.yaml")
 	name := "evented-" + n.Name

@@ -11,7 +11,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -99,10 +98,6 @@ func startNode(t testing.TB, opts nodeOptions) *clusterNode {
 	} else if n.Kubeconfig, err = c.NodeKubeconfig(opts.Name); err != nil {
 		t.Fatal(err)
 	}
-	caFile := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(caFile, c.CA.PEM, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	port := freePort(t)
 	n.Secure = fmt.Sprintf("https://127.0.0.1:%d", port)
 	maps.Copy(settings, map[string]string{
@@ -111,7 +106,7 @@ func startNode(t testing.TB, opts nodeOptions) *clusterNode {
 		"address":        `"127.0.0.1"`,
 		"node_ip":        `"127.0.0.1"`,
 		"port":           fmt.Sprint(port),
-		"authentication": fmt.Sprintf(`{ x509 = { client_ca_file = %s } }`, quote(caFile)),
+		"authentication": fmt.Sprintf(`{ x509 = { client_ca_file = %s } }`, quote(c.CAFile())),
 	})
 	maps.Copy(settings, opts.Settings)
 	n.Node = pressuree2e.Start(t, pressuree2e.Options{NodeName: opts.Name, Settings: settings,

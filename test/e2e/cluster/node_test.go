@@ -145,6 +145,15 @@ func TestNodeNotReadyWhileStopped(t *testing.T) {
 	}
 }
 
+// startReadyNode starts a node with the default options and waits until
+// its Node is Ready.
+func startReadyNode(t *testing.T) *clusterNode {
+	t.Helper()
+	n := startNode(t, nodeOptions{})
+	waitReady(t, n, "")
+	return n
+}
+
 // waitReady waits until the node's Node is Ready; with a uid, a Node other
 // than that one.
 func waitReady(t *testing.T, n *clusterNode, notUID types.UID) *v1.Node {
@@ -213,8 +222,7 @@ func containerIDs(cs []*runtimeapi.Container) string {
 // node is Ready again.
 func TestNodeNotReadyWithoutNetwork(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, nodeOptions{})
-	waitReady(t, n, "")
+	n := startReadyNode(t)
 	conf, off := n.Dev.CNIConfDir, n.Dev.CNIConfDir+".off"
 	if err := os.Rename(conf, off); err != nil {
 		t.Fatal(err)

@@ -33,8 +33,7 @@ const untilTerm = `trap 'echo term >> /marks/$HOSTNAME; exit 0' TERM; sleep 1000
 // hook, then get SIGTERM, within their grace period, and leave the API.
 func TestDeploymentRunsAndScalesDown(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, nodeOptions{})
-	waitReady(t, n, "")
+	n := startReadyNode(t)
 	ns := testNamespace(t)
 	marks := t.TempDir()
 	replicas := int32(3)
@@ -97,8 +96,7 @@ func TestDeploymentRunsAndScalesDown(t *testing.T) {
 // and then leaves the API (deleted by the node with grace 0).
 func TestGracefulDeletionHonoursTheGrace(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, nodeOptions{})
-	waitReady(t, n, "")
+	n := startReadyNode(t)
 	ns := testNamespace(t)
 	pods := cluster(t).Admin.CoreV1().Pods(ns)
 	ctx := context.Background()
@@ -172,8 +170,7 @@ func TestStaticPodMirror(t *testing.T) {
 // harms a pod that runs next to them.
 func TestPodsTheNodeCannotRun(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, nodeOptions{})
-	waitReady(t, n, "")
+	n := startReadyNode(t)
 	ns := testNamespace(t)
 	pods := cluster(t).Admin.CoreV1().Pods(ns)
 	ctx := context.Background()
@@ -305,8 +302,7 @@ func writeFile(t *testing.T, path, content string) {
 // that stayed as it was: same container, no restart, still Running.
 func TestAPIPodsAcrossARestart(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, nodeOptions{})
-	waitReady(t, n, "")
+	n := startReadyNode(t)
 	ns := testNamespace(t)
 	pods := cluster(t).Admin.CoreV1().Pods(ns)
 	ctx := context.Background()
@@ -351,8 +347,7 @@ func TestAPIPodsAcrossARestart(t *testing.T) {
 // once a controller sets the condition True in the API.
 func TestReadinessGate(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, nodeOptions{})
-	waitReady(t, n, "")
+	n := startReadyNode(t)
 	ns := testNamespace(t)
 	pods := cluster(t).Admin.CoreV1().Pods(ns)
 	ctx := context.Background()

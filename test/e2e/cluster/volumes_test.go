@@ -26,8 +26,7 @@ import (
 // as the service account's bound to the pod, and its namespace.
 func TestDeploymentWithTheServiceAccountVolume(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, nodeOptions{})
-	waitReady(t, n, "")
+	n := startReadyNode(t)
 	ns := testNamespace(t)
 	// No replica until the pods are pinned to this node: other tests'
 	// nodes share the control plane.
