@@ -25,9 +25,9 @@ type apiPods struct {
 	admitter *admission.Admitter
 }
 
-// newAPIPods makes the API server's pod source, the Node informer and the
-// predicates; nil on a standalone node. The writers need the sync loop:
-// see start.
+// newAPIPods makes the API server's pod source, the Node informer (which
+// node status reads too) and the predicates; nil on a standalone node. The
+// writers need the sync loop: see start.
 func (a *Agent) newAPIPods(c *cluster) (*apiPods, error) {
 	if c == nil {
 		return nil, nil

@@ -33,6 +33,7 @@ func (a *Agent) runNodeStatus(ctx context.Context, c *cluster, p *pods) error {
 	updater := nodestatus.New(nodestatus.Options{
 		Client:       c.client,
 		NodeName:     cfg.NodeName,
+		Node:         p.api.node,
 		Registration: reg,
 		Source: nodeFacts{p: p, cfg: cfg,
 			runtimeVersion: fmt.Sprintf("%s://%s", v.GetRuntimeName(), v.GetRuntimeVersion()),
