@@ -121,9 +121,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.logPlugins()
 	pods.run(ctx)
 	if cluster != nil && a.cfg.RegisterNode {
-		if err := a.runNodeStatus(ctx, cluster, pods); err != nil {
-			return err
-		}
+		a.runNodeStatus(ctx, cluster, pods)
 	}
 
 	var wg sync.WaitGroup

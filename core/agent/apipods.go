@@ -23,11 +23,14 @@ type apiPods struct {
 	source   *apisource.Source
 	node     *thisnode.Informer
 	admitter *admission.Admitter
+	// taints are register_with_taints, parsed once for the predicates and
+	// the node's registration.
+	taints []v1.Taint
 }
 
-// newAPIPods makes the API server's pod source, the Node informer and the
-// predicates; nil on a standalone node. The writers need the sync loop:
-// see start.
+// newAPIPods makes the API server's pod source, the Node informer (which
+// node status reads too) and the predicates; nil on a standalone node. The
+// writers need the sync loop: see start.
 func (a *Agent) newAPIPods(c *cluster) (*apiPods, error) {
 	if c == nil {
 		return nil, nil
@@ -48,6 +51,7 @@ func (a *Agent) newAPIPods(c *cluster) (*apiPods, error) {
 		source:   apisource.New(c.client, cfg.NodeName, node.HasSynced, a.log),
 		node:     node,
 		admitter: &admission.Admitter{Node: node.Get, Initial: admission.InitialNode(cfg.NodeName, cfg.NodeLabels, taints)},
+		taints:   taints,
 	}, nil
 }
 

@@ -16,23 +16,17 @@ import (
 
 // runNodeStatus registers the node, keeps its status and, once it is
 // registered, renews its Lease, until ctx ends.
-func (a *Agent) runNodeStatus(ctx context.Context, c *cluster, p *pods) error {
+func (a *Agent) runNodeStatus(ctx context.Context, c *cluster, p *pods) {
 	cfg := a.cfg
 	// client-go's and the lease controller's own lines (every retry while
 	// the API server is away) are for debugging; the updater logs outages.
 	ctx = klog.NewContext(ctx, logging.DebugLogr(a.log.Named("nodestatus")))
-	reg := nodestatus.Registration{Labels: cfg.NodeLabels}
-	for _, s := range cfg.RegisterWithTaints {
-		taint, err := config.ParseTaint(s)
-		if err != nil {
-			return fmt.Errorf("register_with_taints: %w", err)
-		}
-		reg.Taints = append(reg.Taints, taint)
-	}
+	reg := nodestatus.Registration{Labels: cfg.NodeLabels, Taints: p.api.taints}
 	v := p.cri.RuntimeVersion()
 	updater := nodestatus.New(nodestatus.Options{
 		Client:       c.client,
 		NodeName:     cfg.NodeName,
+		Node:         p.api.node,
 		Registration: reg,
 		Source: nodeFacts{p: p, cfg: cfg,
 			runtimeVersion: fmt.Sprintf("%s://%s", v.GetRuntimeName(), v.GetRuntimeVersion()),
@@ -56,7 +50,6 @@ func (a *Agent) runNodeStatus(ctx context.Context, c *cluster, p *pods) error {
 			lease.Run(ctx)
 		}
 	}()
-	return nil
 }
 
 // nodeFacts are the node as the core measured it, for its status.

@@ -48,7 +48,7 @@ func RenewInterval(durationSeconds int32) time.Duration {
 
 // ownedByNode makes the Node the Lease's owner, so that the garbage
 // collector removes the Lease with it (the kubelet's SetNodeOwnerFunc). The
-// Node comes from the node status informer rather than a GET; until it is
+// Node comes from the node's Node informer (thisnode) rather than a GET; until it is
 // there the Lease is not created, and the controller tries again next
 // interval.
 func ownedByNode(name string, node func() (*v1.Node, bool)) func(*coordinationv1.Lease) error {

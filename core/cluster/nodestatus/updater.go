@@ -11,16 +11,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	listersv1 "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	nodeutil "k8s.io/component-helpers/node/util"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/microlet/microlet/core/cluster/thisnode"
 )
 
 // Upstream's figures (kubelet_node_status.go, kubelet.go).
@@ -46,8 +44,11 @@ type Source interface {
 
 // Options configure an Updater.
 type Options struct {
-	Client       kubernetes.Interface
-	NodeName     string
+	Client   kubernetes.Interface
+	NodeName string
+	// Node watches the node's own Node (the same watch admission and
+	// mirror pods read); the caller runs it.
+	Node         *thisnode.Informer
 	Registration Registration
 	Source       Source
 	// UpdateFrequency is how often the status is computed
@@ -64,11 +65,9 @@ type Options struct {
 
 // Updater registers the node and keeps its status. Run starts it.
 type Updater struct {
-	opts     Options
-	log      hclog.Logger
-	clock    clock.WithTicker
-	informer cache.SharedIndexInformer
-	nodes    listersv1.NodeLister
+	opts  Options
+	log   hclog.Logger
+	clock clock.WithTicker
 	// deleted is signalled when the Node leaves the API server.
 	deleted chan struct{}
 
@@ -88,7 +87,7 @@ type Updater struct {
 	started           time.Time
 }
 
-// New builds an updater; its informer on the node's own Node starts with Run.
+// New builds an updater; opts.Node is run by the caller.
 func New(opts Options) *Updater {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -96,26 +95,18 @@ func New(opts Options) *Updater {
 	if opts.OnEvent == nil {
 		opts.OnEvent = func(Event) {}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(opts.Client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", opts.NodeName).String()
-		}))
-	nodes := factory.Core().V1().Nodes()
 	u := &Updater{
 		opts: opts, log: opts.Logger, clock: opts.Clock,
-		informer: nodes.Informer(), nodes: nodes.Lister(),
 		deleted:           make(chan struct{}, 1),
 		schedule:          reportSchedule{period: opts.ReportFrequency},
 		devices:           sets.New[v1.ResourceName](),
 		firstRegistration: make(chan struct{}),
 	}
-	_, _ = u.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(any) {
-			select {
-			case u.deleted <- struct{}{}:
-			default:
-			}
-		},
+	opts.Node.OnDelete(func() {
+		select {
+		case u.deleted <- struct{}{}:
+		default:
+		}
 	})
 	return u
 }
@@ -125,8 +116,8 @@ func (u *Updater) Registered() <-chan struct{} { return u.firstRegistration }
 
 // Node is the node's Node as last seen from the API server.
 func (u *Updater) Node() (*v1.Node, bool) {
-	node, err := u.nodes.Get(u.opts.NodeName)
-	return node, err == nil
+	node := u.opts.Node.Get()
+	return node, node != nil
 }
 
 // Run registers the node, posts its status every update period when it
@@ -134,7 +125,6 @@ func (u *Updater) Node() (*v1.Node, bool) {
 // deleted, until ctx ends.
 func (u *Updater) Run(ctx context.Context) {
 	u.started = u.clock.Now()
-	go u.informer.RunWithContext(ctx)
 	tick := u.clock.NewTicker(u.opts.UpdateFrequency)
 	defer tick.Stop()
 	readyCheck := u.clock.NewTicker(readyCheckPeriod)
@@ -309,7 +299,7 @@ func (u *Updater) updateStatus(ctx context.Context) error {
 // has it.
 func (u *Updater) current(ctx context.Context, try int) (*v1.Node, error) {
 	if try == 0 {
-		if node, err := u.nodes.Get(u.opts.NodeName); err == nil {
+		if node := u.opts.Node.Get(); node != nil {
 			return node, nil
 		}
 	}

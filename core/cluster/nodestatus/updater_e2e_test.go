@@ -18,6 +18,7 @@ import (
 
 	"github.com/microlet/microlet/core/cluster/nodelease"
 	"github.com/microlet/microlet/core/cluster/nodestatus"
+	"github.com/microlet/microlet/core/cluster/thisnode"
 	"github.com/microlet/microlet/internal/devcluster"
 )
 
@@ -46,7 +47,9 @@ func TestAgainstAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	src := &source{}
-	u := nodestatus.New(nodestatus.Options{Client: c.Admin, NodeName: "node-a", Source: src,
+	node := thisnode.New(c.Admin, "node-a", hclog.NewNullLogger())
+	go node.Run(ctx)
+	u := nodestatus.New(nodestatus.Options{Client: c.Admin, NodeName: "node-a", Node: node, Source: src,
 		UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute, Logger: hclog.NewNullLogger()})
 	lease := nodelease.New(nodelease.Options{Client: c.Admin, NodeName: "node-a", DurationSeconds: 4, Node: u.Node})
 	go u.Run(ctx)

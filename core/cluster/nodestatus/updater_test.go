@@ -17,6 +17,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/microlet/microlet/core/cluster/thisnode"
 )
 
 type fakeSource struct{ facts Facts }
@@ -42,7 +44,7 @@ func newFixture(t *testing.T, objects ...*v1.Node) *updaterFixture {
 		}
 	}
 	f.u = New(Options{
-		Client: f.client, NodeName: "node-a", Source: f.source,
+		Client: f.client, NodeName: "node-a", Node: thisnode.New(f.client, "node-a", hclog.NewNullLogger()), Source: f.source,
 		Registration:    Registration{Labels: map[string]string{"node.kubernetes.io/pool": "a"}},
 		UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute,
 		OnEvent: func(e Event) { f.events = append(f.events, e.Reason) },

@@ -1,6 +1,7 @@
 // Package thisnode watches the node's own Node object, which admission
-// (labels, taints) and mirror pods (the owner reference's UID) read, as
-// upstream's node lister restricted to the node's name.
+// (labels, taints), mirror pods (the owner reference's UID) and the node
+// status updater (the cached Node, its deletion) read, as upstream's node
+// lister restricted to the node's name: one watch serves them all.
 package thisnode
 
 import (
@@ -34,6 +35,12 @@ func (i *Informer) Run(ctx context.Context) { i.informer.Run(ctx.Done()) }
 
 // HasSynced reports whether the Node has been read (found or not).
 func (i *Informer) HasSynced() bool { return i.informer.HasSynced() }
+
+// OnDelete calls f (on the informer's goroutine) whenever the Node is
+// deleted; f must not block.
+func (i *Informer) OnDelete(f func()) {
+	_, _ = i.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { f() }})
+}
 
 // Get returns the Node as last seen, nil while it is unknown (not read yet,
 // not registered, or deleted). Callers must not modify it.
