@@ -112,3 +112,35 @@ func TestMemoryNotificationStartsCycle(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestExceededLevelRechecks: while an armed usage level is already passed
+// the kernel will not signal it again, so cycles run on the manager's own
+// short timer, labelled as notification cycles, with no notification sent;
+// with no level passed there is no such timer.
+func TestExceededLevelRechecks(t *testing.T) {
+	f := newFixture(t, servePlugin(t, "kubelet", nil), 1)
+	f.stats.samples = []*stats.Sample{sample(epoch, Gi, 50*Gi, nil)}
+	if f.m.recheck() != nil {
+		t.Fatal("a recheck is timed while no level is exceeded")
+	}
+	f.notifier.setExceeded(`threshold "/kubepods" 123`)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.m.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	notified := f.m.metrics.cycles.WithLabelValues("kubelet", "memory_notification")
+	deadline := time.Now().Add(30 * time.Second)
+	for testutil.ToFloat64(notified) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v notification cycles within 30s while a level is exceeded, want 2", testutil.ToFloat64(notified))
+		}
+		f.clock.Step(exceededRecheck / 4)
+		time.Sleep(10 * time.Millisecond)
+	}
+}

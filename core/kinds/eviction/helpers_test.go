@@ -167,10 +167,25 @@ func (f *fakeReclaimer) CollectImages(_ context.Context, bytesToFree uint64) (ui
 	return f.freed, f.err
 }
 
-// fakeNotifier records what is armed.
+// fakeNotifier records what is armed and says what is exceeded.
 type fakeNotifier struct {
 	events chan memnotify.Event
 	armed  [][]memnotify.Threshold
+
+	mu       sync.Mutex
+	exceeded []string
+}
+
+func (f *fakeNotifier) Exceeded() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.exceeded)
+}
+
+func (f *fakeNotifier) setExceeded(keys ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.exceeded = keys
 }
 
 func (f *fakeNotifier) Events() <-chan memnotify.Event { return f.events }

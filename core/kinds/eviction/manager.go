@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +47,11 @@ const (
 	// pods' cleanup before the next cycle.
 	podCleanupTimeout  = 30 * time.Second
 	podCleanupPollFreq = time.Second
+	// exceededRecheck is how soon a cycle runs again while an armed usage
+	// level is already passed: the kernel will not signal it again, so the
+	// manager looks for itself rather than wait for the next tick. Not
+	// upstream, which waits the tick (docs/eviction.md).
+	exceededRecheck = time.Second
 )
 
 // Pods is the core's pods as the manager uses them (the sync loop, the pod
@@ -77,6 +83,8 @@ type Reclaimer interface {
 type Notifier interface {
 	Events() <-chan memnotify.Event
 	Arm(thresholds []memnotify.Threshold) error
+	// Exceeded lists the armed levels that usage has already passed.
+	Exceeded() []string
 	Close() error
 }
 
@@ -129,6 +137,9 @@ type Manager struct {
 	fallback string
 	// localStats is why the last cycle measured locally; "" if it did not.
 	localStats string
+	// exceeded names the armed levels usage had passed after the last
+	// cycle; "" if none.
+	exceeded string
 }
 
 // New checks the options and builds the built-in evictor.
@@ -174,18 +185,44 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	ticker := m.opts.Clock.NewTicker(m.opts.MonitoringInterval)
 	defer ticker.Stop()
-	m.cycle(ctx, evictionv1.Trigger_TRIGGER_PERIODIC)
+	var recheck <-chan time.Time
+	run := func(trigger evictionv1.Trigger) {
+		m.cycle(ctx, trigger)
+		recheck = m.recheck()
+	}
+	run(evictionv1.Trigger_TRIGGER_PERIODIC)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C():
-			m.cycle(ctx, evictionv1.Trigger_TRIGGER_PERIODIC)
+			run(evictionv1.Trigger_TRIGGER_PERIODIC)
 		case e := <-notifications:
 			m.log.Debug("memory notification", "cgroup", e.Cgroup, "source", e.Source)
-			m.cycle(ctx, evictionv1.Trigger_TRIGGER_MEMORY_NOTIFICATION)
+			run(evictionv1.Trigger_TRIGGER_MEMORY_NOTIFICATION)
+		case <-recheck:
+			// Stands in for the notification the kernel will not send.
+			run(evictionv1.Trigger_TRIGGER_MEMORY_NOTIFICATION)
 		}
 	}
+}
+
+// recheck is when to run a cycle again because an armed usage level is
+// already passed; nil while none is.
+func (m *Manager) recheck() <-chan time.Time {
+	if m.opts.Notifier == nil {
+		return nil
+	}
+	over := m.opts.Notifier.Exceeded()
+	m.mu.Lock()
+	m.logChange(&m.exceeded, strings.Join(over, ", "),
+		"memory usage is past a notification level the kernel will not signal again: eviction cycles run every second until it drops below",
+		"memory usage is below every notification level again: eviction cycles run on notifications and the period")
+	m.mu.Unlock()
+	if len(over) == 0 {
+		return nil
+	}
+	return m.opts.Clock.After(exceededRecheck)
 }
 
 // Conditions are the node's pressure conditions (MemoryPressure,

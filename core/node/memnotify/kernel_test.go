@@ -202,11 +202,57 @@ func TestV1ThresholdFires(t *testing.T) {
 		t.Fatalf("armed %s, want %s", got, want)
 	}
 
+	if over := n.Exceeded(); len(over) != 0 {
+		t.Fatalf("exceeded %v before anything used memory", over)
+	}
+
 	pid, start := helper(t, "allocate", strconv.Itoa(64<<20))
 	joinCgroup(t, dir, pid)
 	start()
 	if e := waitEvent(t, n); e != (Event{Cgroup: "/app", Source: sourceThreshold}) {
 		t.Errorf("event %+v, want a threshold crossing of /app", e)
+	}
+
+	// The gap Exceeded closes: the same level armed again keeps the fired
+	// watch, and the kernel, which signals crossings only, stays quiet while
+	// usage grows further above it. Only Exceeded tells.
+	if err := n.Arm([]Threshold{{Cgroup: "/app", UsageBytes: 16 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	more, startMore := helper(t, "allocate", strconv.Itoa(64<<20))
+	joinCgroup(t, dir, more)
+	startMore()
+	waitUsage(t, dir, 100<<20)
+	select {
+	case e := <-n.Events():
+		t.Logf("the kernel signalled again above the level (%+v): kinder than documented", e)
+	case <-time.After(2 * time.Second):
+	}
+	if got, want := fmt.Sprint(n.Exceeded()), fmt.Sprintf("[threshold %q %d]", "/app", 16<<20); got != want {
+		t.Errorf("exceeded %s, want %s", got, want)
+	}
+}
+
+// waitUsage waits until the v1 memory cgroup dir uses at least bytes.
+func waitUsage(t *testing.T, dir string, bytes uint64) {
+	t.Helper()
+	deadline := time.Now().Add(notifyTimeout)
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		used, err := strconv.ParseUint(string(b[:len(b)-1]), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if used >= bytes {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage of %s is %d after %v, want at least %d", dir, used, notifyTimeout, bytes)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

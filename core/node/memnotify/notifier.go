@@ -154,6 +154,29 @@ func (n *Notifier) Arm(thresholds []Threshold) error {
 	return errors.Join(errs...)
 }
 
+// Exceeded lists the armed usage thresholds whose level the cgroup's usage
+// has already passed, as Armed names them. The kernel signals a threshold
+// only when usage crosses it, so such a threshold will not fire again
+// however far usage grows: page cache that no pod's working set counts can
+// carry usage past a level before the signal it guards is met. While one is
+// exceeded the caller must look for itself (docs/eviction.md). A threshold
+// whose usage cannot be read counts as exceeded: its silence proves nothing.
+func (n *Notifier) Exceeded() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for key, w := range n.armed {
+		if w.exceeded == nil {
+			continue
+		}
+		if over, err := w.exceeded(); over || err != nil {
+			out = append(out, key)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Armed lists what is armed, sorted, for logs and tests: "threshold <cgroup>
 // <bytes>", "memory.events <cgroup>", "psi <cgroup>".
 func (n *Notifier) Armed() []string {

@@ -33,6 +33,10 @@ type watch struct {
 	// it is a notification worth a cycle. An error means the watch is dead
 	// (its cgroup was removed): the kernel would report it ready forever.
 	fired func() (bool, error)
+	// exceeded says whether the level the watch is armed at is passed now:
+	// the kernel signals a crossing once, so a watch armed below the usage
+	// stays quiet however far usage grows. nil for watches without a level.
+	exceeded func() (bool, error)
 	// closer closes what the watch holds; closing the descriptor disarms it.
 	closer  func()
 	release sync.Once

@@ -3,8 +3,11 @@ package memnotify
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -52,8 +55,23 @@ func openThreshold(dir string, level uint64, event Event) (*watch, error) {
 		events: unix.EPOLLIN,
 		event:  event,
 		fired:  func() (bool, error) { return drainEventfd(efd) },
+		exceeded: func() (bool, error) {
+			used, err := readUint(usage)
+			return used >= level, err
+		},
 		closer: closeAll,
 	}, nil
+}
+
+// readUint reads a counter file from its start: the open file the threshold
+// is registered on, so that it reads the same cgroup's usage.
+func readUint(f *os.File) (uint64, error) {
+	var buf [32]byte
+	n, err := f.ReadAt(buf[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	return strconv.ParseUint(strings.TrimSpace(string(buf[:n])), 10, 64)
 }
 
 // drainEventfd resets an eventfd's counter so that epoll waits again.
