@@ -145,6 +145,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		ContainerOptions:      p.devices,
 		NodeAllocatable:       p.cgroups.Allocatable,
 		VolumeSources:         c.volumeSources(),
+		Services:              p.api.serviceLister(),
 		MaxParallelImagePulls: parallelImagePulls(cfg),
 		Events:                a.recorder,
 		Logger:                a.log.Named("runtime"),
