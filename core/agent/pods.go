@@ -144,7 +144,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		Resources:             p.cgroups,
 		ContainerOptions:      p.devices,
 		NodeAllocatable:       p.cgroups.Allocatable,
-		VolumeSources:         c.volumeSources(),
+		VolumeSources:         c.volumeSources(cfg.SyncFrequency),
 		Services:              p.api.serviceLister(),
 		MaxParallelImagePulls: parallelImagePulls(cfg),
 		Events:                a.recorder,
