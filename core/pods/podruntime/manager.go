@@ -198,6 +198,7 @@ func newManager(opts Options) (*Manager, error) {
 	}
 	m.images = newImagePuller(opts.CRI, opts.Events, opts.MaxParallelImagePulls, opts.Clock, met, log)
 	m.hooks = newHookRunner(opts.CRI)
+	m.dns.checkResolvConfLimits()
 	return m, nil
 }
 
