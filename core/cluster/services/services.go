@@ -58,7 +58,7 @@ func slim(obj any) (any, error) {
 		return obj, nil // a tombstone: its object was slimmed when stored
 	}
 	out := &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, ResourceVersion: s.ResourceVersion},
 		Spec:       v1.ServiceSpec{ClusterIP: s.Spec.ClusterIP},
 	}
 	for _, p := range s.Spec.Ports {
