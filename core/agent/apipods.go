@@ -10,8 +10,10 @@ import (
 	"github.com/microlet/microlet/core/cluster/apisource"
 	"github.com/microlet/microlet/core/cluster/mirrorpods"
 	"github.com/microlet/microlet/core/cluster/podstatus"
+	"github.com/microlet/microlet/core/cluster/services"
 	"github.com/microlet/microlet/core/cluster/thisnode"
 	"github.com/microlet/microlet/core/config"
+	"github.com/microlet/microlet/core/pods/podruntime"
 )
 
 // apiPods is the pod side of a node in a cluster: the API server's pod
@@ -23,6 +25,9 @@ type apiPods struct {
 	source   *apisource.Source
 	node     *thisnode.Informer
 	admitter *admission.Admitter
+	// services are the cluster's Services, for containers' service
+	// variables.
+	services *services.Informer
 	// taints are register_with_taints, parsed once for the predicates and
 	// the node's registration.
 	taints []v1.Taint
@@ -51,6 +56,7 @@ func (a *Agent) newAPIPods(c *cluster) (*apiPods, error) {
 		source:   apisource.New(c.client, cfg.NodeName, node.HasSynced, a.log),
 		node:     node,
 		admitter: &admission.Admitter{Node: node.Get, Initial: admission.InitialNode(cfg.NodeName, cfg.NodeLabels, taints)},
+		services: services.New(c.client, a.log),
 		taints:   taints,
 	}, nil
 }
@@ -78,6 +84,16 @@ func (ap *apiPods) start(ctx context.Context, p *pods) {
 		Logger:    ap.log,
 	})
 	go ap.node.Run(ctx)
+	go ap.services.Run(ctx)
 	go statuses.Run(ctx)
 	go mirrors.Run(ctx)
+}
+
+// serviceLister is the Services for the runtime manager; nil on a
+// standalone node.
+func (ap *apiPods) serviceLister() podruntime.ServiceLister {
+	if ap == nil {
+		return nil
+	}
+	return ap.services
 }

@@ -19,11 +19,14 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
-func TestObjectsAreCachedForTheTTL(t *testing.T) {
+// TestObjectsAreWatched: reads answer from each object's watch, so an
+// update or a creation is seen without a new GET; a missing object is
+// NotFound; a watch no read used for the idle time stops, an immutable
+// object's once read.
+func TestObjectsAreWatched(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"k": "1"}})
-	clk := &clock{t: time.Unix(1000, 0)}
-	s := New(client, 10*time.Second, clk.now)
+	s := New(client, 200*time.Millisecond, nil)
 	read := func() string {
 		t.Helper()
 		cm, err := s.GetConfigMap(ctx, "ns", "cfg")
@@ -31,6 +34,14 @@ func TestObjectsAreCachedForTheTTL(t *testing.T) {
 			t.Fatal(err)
 		}
 		return cm.Data["k"]
+	}
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("never: %s", what)
+			}
+		}
 	}
 	if got := read(); got != "1" {
 		t.Fatalf("k = %q, want 1", got)
@@ -40,17 +51,42 @@ func TestObjectsAreCachedForTheTTL(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps("ns").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(); got != "1" {
-		t.Errorf("k = %q within the TTL, want the cached 1", got)
-	}
-	clk.t = clk.t.Add(10 * time.Second)
-	if got := read(); got != "2" {
-		t.Errorf("k = %q after the TTL, want 2", got)
-	}
-	if _, err := s.GetSecret(ctx, "ns", "none"); !apierrors.IsNotFound(err) {
+	eventually("the update read", func() bool { return read() == "2" })
+	if _, err := s.GetSecret(ctx, "ns", "late"); !apierrors.IsNotFound(err) {
 		t.Errorf("GetSecret of a missing secret = %v, want NotFound", err)
 	}
+	if _, err := client.CoreV1().Secrets("ns").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "late"},
+		Immutable: ptr(true), Data: map[string][]byte{"p": []byte("x")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the created secret read", func() bool {
+		sec, err := s.GetSecret(ctx, "ns", "late")
+		return err == nil && string(sec.Data["p"]) == "x"
+	})
+	watching := func(name string) (on, stopped bool) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for k, w := range s.watches {
+			if k.name == name {
+				return true, w.stopped
+			}
+		}
+		return false, false
+	}
+	if on, stopped := watching("late"); !on || !stopped {
+		t.Errorf("the immutable secret's watch: kept %v, stopped %v; want kept and stopped", on, stopped)
+	}
+	eventually("the idle watches gone", func() bool {
+		cfg, _ := watching("cfg")
+		late, _ := watching("late")
+		return !cfg && !late
+	})
+	if got := read(); got != "2" {
+		t.Errorf("k = %q read again after the watch stopped, want 2", got)
+	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func TestTokensAreBoundAndRenewed(t *testing.T) {
 	ctx := context.Background()

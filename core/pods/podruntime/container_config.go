@@ -43,12 +43,18 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, in container
 			opts = o
 		}
 	}
-	env, err := containerEnv(pod, c, envContext{
+	serviceEnv, err := m.serviceEnv(pod)
+	if err != nil {
+		return nil, err
+	}
+	env, err := containerEnv(ctx, pod, c, envContext{
 		nodeName:    m.opts.NodeName,
 		nodeIPs:     m.nodeIPs,
 		podIPs:      in.podIPs,
 		allocatable: m.opts.NodeAllocatable(),
 		deviceEnvs:  opts.Envs,
+		sources:     m.opts.VolumeSources,
+		serviceEnv:  serviceEnv,
 	})
 	if err != nil {
 		return nil, err

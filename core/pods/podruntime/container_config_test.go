@@ -189,7 +189,7 @@ func TestContainerConfigErrors(t *testing.T) {
 				p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "PW", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
 					LocalObjectReference: v1.LocalObjectReference{Name: "creds"}, Key: "pw"}}}}
 			},
-			wantErr: "env PW: couldn't get secret default/creds, no kubeClient defined",
+			wantErr: "couldn't get secret default/creds, no kubeClient defined",
 		},
 		{
 			name: "an unsupported downward API field",

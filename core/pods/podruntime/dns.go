@@ -166,6 +166,43 @@ func (d *dnsConfigurer) hostDNS() (*runtimeapi.DNSConfig, error) {
 	return config, nil
 }
 
+// checkResolvConfLimits is upstream's CheckLimitsForResolvConf, run once
+// as the kubelet's sync loop starts: a node whose resolver configuration
+// cannot be read, or whose search line would be cut for every pod (more
+// paths than the limit less the three cluster ones, a path over 253
+// characters, a line over 2048), gets a CheckLimitsForResolvConf warning.
+func (d *dnsConfigurer) checkResolvConfLimits() {
+	if d.resolvConf == "" {
+		return
+	}
+	warn := func(msg string) {
+		d.log.Warn("the node's resolver configuration is over the limits pods' DNS has", "resolv_conf", d.resolvConf, "problem", msg)
+		d.event(d.nodeRef, "CheckLimitsForResolvConf", msg)
+	}
+	host, err := d.hostDNS()
+	if err != nil {
+		warn(err.Error())
+		return
+	}
+	limit := maxDNSSearchPaths
+	if d.clusterDomain != "" {
+		limit -= 3
+	}
+	if len(host.Searches) > limit {
+		warn(fmt.Sprintf("Resolv.conf file '%s' contains search line consisting of more than %d domains!", d.resolvConf, limit))
+		return
+	}
+	for _, s := range host.Searches {
+		if len(s) > validation.DNS1123SubdomainMaxLength {
+			warn(fmt.Sprintf("Resolv.conf file %q contains a search path which length is more than allowed %d chars!", d.resolvConf, validation.DNS1123SubdomainMaxLength))
+			return
+		}
+	}
+	if len(strings.Join(host.Searches, " ")) > maxDNSSearchListChars {
+		warn(fmt.Sprintf("Resolv.conf file '%s' contains search line which length is more than allowed %d chars!", d.resolvConf, maxDNSSearchListChars))
+	}
+}
+
 // parseResolvConf reads the nameserver, search and options lines of a
 // resolv.conf, as upstream: the last search line wins, options merge by
 // name.

@@ -11,7 +11,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/protobuf/testing/protocmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/core/cluster/events"
+	"github.com/microlet/microlet/core/cluster/events/eventstest"
 )
 
 func TestPodDNS(t *testing.T) {
@@ -153,6 +157,44 @@ func TestParseResolvConf(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got, protocmp.Transform()); diff != "" {
 				t.Errorf("parseResolvConf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckResolvConfLimits(t *testing.T) {
+	dir := t.TempDir()
+	many := "search"
+	for i := range 30 {
+		many += fmt.Sprintf(" s%02d.example", i)
+	}
+	for _, tc := range []struct {
+		name, content, domain, want string
+	}{
+		{name: "within the limits", content: "nameserver 192.0.2.1\nsearch a.example b.example\n", domain: "cluster.local"},
+		{name: "too many paths with a cluster domain", content: many + "\n", domain: "cluster.local",
+			want: "contains search line consisting of more than 29 domains!"},
+		{name: "the same paths without one", content: many + "\n"},
+		{name: "a path too long", content: "search " + strings.Repeat("x", 254) + "\n",
+			want: "contains a search path which length is more than allowed 253 chars!"},
+		{name: "unreadable", want: "reading the resolver configuration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			if tc.content != "" {
+				if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec := record.NewFakeRecorder(10)
+			d := &dnsConfigurer{resolvConf: path, clusterDomain: tc.domain, log: hclog.NewNullLogger(), events: rec, nodeRef: events.NodeRef("node-1")}
+			d.checkResolvConfLimits()
+			got := eventstest.Drain(rec)
+			switch {
+			case tc.want == "" && len(got) != 0:
+				t.Errorf("events %q, want none", got)
+			case tc.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], "Warning CheckLimitsForResolvConf ") || !strings.Contains(got[0], tc.want)):
+				t.Errorf("events %q, want one CheckLimitsForResolvConf warning containing %q", got, tc.want)
 			}
 		})
 	}

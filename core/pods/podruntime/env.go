@@ -1,14 +1,17 @@
 package podruntime
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"github.com/microlet/microlet/core/pods/podspec"
+	"maps"
 	"math"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/microlet/microlet/core/pods/podspec"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,19 +33,27 @@ type envContext struct {
 	// deviceEnvs are what device plugins set; the container's own
 	// variables win.
 	deviceEnvs map[string]string
+	// sources reads the configMaps and secrets env and envFrom name; nil
+	// on a standalone node.
+	sources VolumeSources
+	// serviceEnv are the variables of the Services the pod sees
+	// (serviceEnv); the container's own win.
+	serviceEnv map[string]string
 }
 
 // containerEnv is the container's environment, as upstream's
-// makeEnvironmentVariables on a node without an API server: values with
-// $(VAR) references to the variables declared before them expanded, and
-// fieldRef and resourceFieldRef resolved. configMap and secret references
-// cannot be resolved without an API server (validation rejects them in
-// static pods); an optional one is skipped, a required one is an error.
-// Upstream adds no service links either when it has no API server.
+// makeEnvironmentVariables: envFrom's configMaps and secrets (keys with
+// their prefix), then env, whose values may refer with $(VAR) to the
+// variables set before them and to the service variables, and whose
+// valueFrom reads a pod field, a container resource or a configMap or
+// secret key; then the service variables the container did not set.
+// A configMap, secret or key that is missing fails the container unless
+// it is optional.
 //
 // The order is the device plugins' variables by name, then the container's
-// as declared (upstream's comes from a map and is random).
-func containerEnv(pod *v1.Pod, c *v1.Container, ec envContext) ([]envVar, error) {
+// as first set, then the service variables by name (upstream's comes from
+// a map and is random).
+func containerEnv(ctx context.Context, pod *v1.Pod, c *v1.Container, ec envContext) ([]envVar, error) {
 	values := map[string]string{}
 	var order []string
 	set := func(name, value string) {
@@ -51,23 +62,31 @@ func containerEnv(pod *v1.Pod, c *v1.Container, ec envContext) ([]envVar, error)
 		}
 		values[name] = value
 	}
+	objects := newEnvObjects(ctx, pod.Namespace, ec.sources)
 	for _, from := range c.EnvFrom {
+		var data map[string]string
+		var err error
 		switch {
 		case from.ConfigMapRef != nil:
-			if from.ConfigMapRef.Optional == nil || !*from.ConfigMapRef.Optional {
-				return nil, fmt.Errorf("couldn't get configMap %s/%s, no kubeClient defined", pod.Namespace, from.ConfigMapRef.Name)
-			}
+			data, err = objects.configMap(from.ConfigMapRef.Name, isTrue(from.ConfigMapRef.Optional))
 		case from.SecretRef != nil:
-			if from.SecretRef.Optional == nil || !*from.SecretRef.Optional {
-				return nil, fmt.Errorf("couldn't get secret %s/%s, no kubeClient defined", pod.Namespace, from.SecretRef.Name)
-			}
+			data, err = objects.secret(from.SecretRef.Name, isTrue(from.SecretRef.Optional))
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Sorted, so that the order of the variables does not change from
+		// one instance to the next.
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			set(from.Prefix+k, data[k])
 		}
 	}
+	lookup := podspec.MapLookup(values, ec.serviceEnv)
 	for _, e := range c.Env {
 		value := e.Value
 		switch {
 		case value != "":
-			value = podspec.Expand(value, podspec.MapLookup(values))
+			value = podspec.Expand(value, lookup)
 		case e.ValueFrom == nil:
 		case e.ValueFrom.FieldRef != nil:
 			v, err := podFieldValue(e.ValueFrom.FieldRef, pod, ec)
@@ -83,18 +102,26 @@ func containerEnv(pod *v1.Pod, c *v1.Container, ec envContext) ([]envVar, error)
 			value = v
 		case e.ValueFrom.ConfigMapKeyRef != nil:
 			ref := e.ValueFrom.ConfigMapKeyRef
-			if ref.Optional != nil && *ref.Optional {
+			v, ok, err := objects.configMapKey(ref.Name, ref.Key, isTrue(ref.Optional))
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
 				continue
 			}
-			return nil, fmt.Errorf("env %s: couldn't get configMap %s/%s, no kubeClient defined", e.Name, pod.Namespace, ref.Name)
+			value = v
 		case e.ValueFrom.SecretKeyRef != nil:
 			ref := e.ValueFrom.SecretKeyRef
-			if ref.Optional != nil && *ref.Optional {
+			v, ok, err := objects.secretKey(ref.Name, ref.Key, isTrue(ref.Optional))
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
 				continue
 			}
-			return nil, fmt.Errorf("env %s: couldn't get secret %s/%s, no kubeClient defined", e.Name, pod.Namespace, ref.Name)
+			value = v
 		default:
-			return nil, fmt.Errorf("env %s: valueFrom names no source microlet supports (fieldRef, resourceFieldRef)", e.Name)
+			return nil, fmt.Errorf("env %s: valueFrom names no source microlet supports (fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef)", e.Name)
 		}
 		set(e.Name, value)
 	}
@@ -112,6 +139,11 @@ func containerEnv(pod *v1.Pod, c *v1.Container, ec envContext) ([]envVar, error)
 	}
 	for _, name := range order {
 		env = append(env, envVar{Name: name, Value: values[name]})
+	}
+	for _, name := range slices.Sorted(maps.Keys(ec.serviceEnv)) {
+		if _, overridden := values[name]; !overridden {
+			env = append(env, envVar{Name: name, Value: ec.serviceEnv[name]})
+		}
 	}
 	return env, nil
 }

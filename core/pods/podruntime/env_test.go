@@ -1,6 +1,7 @@
 package podruntime
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -21,6 +22,20 @@ func resourceRef(container, res, divisor string) *v1.EnvVarSource {
 	return &v1.EnvVarSource{ResourceFieldRef: s}
 }
 
+func cmKey(name, key string, optional *bool) *v1.EnvVarSource {
+	return &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: name}, Key: key, Optional: optional}}
+}
+
+func secretKey(name, key string, optional *bool) *v1.EnvVarSource {
+	return &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: name}, Key: key, Optional: optional}}
+}
+
+// envTestSources are the configMaps and secrets of the env tests.
+var envTestSources = &fakeSources{
+	configMaps: map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{"color": "blue"}}},
+	secrets:    map[string]*v1.Secret{"sec": {Data: map[string][]byte{"pass": []byte("p4ss"), "user": []byte("u")}}},
+}
+
 func TestContainerEnv(t *testing.T) {
 	pod := testPod(func(p *v1.Pod) {
 		p.Labels = map[string]string{"app": "web", "tier": "front"}
@@ -37,10 +52,12 @@ func TestContainerEnv(t *testing.T) {
 		nodeIPs:     mustIPs(t, "192.0.2.10", "2001:db8::10"),
 		podIPs:      []string{"fd00::5", "10.88.0.5"},
 		allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")},
+		sources:     envTestSources,
 	}
 	for _, tc := range []struct {
 		name string
 		env  []v1.EnvVar
+		from []v1.EnvFromSource
 		ec   func(*envContext)
 		want []envVar
 	}{
@@ -84,11 +101,25 @@ func TestContainerEnv(t *testing.T) {
 			{"CPU_REQ_MILLI", "250"}, {"CPU_REQ", "1"}, {"MEM_LIMIT_MI", "128"}, {"CPU_LIMIT_DEFAULTED", "4"},
 			{"OTHER_CPU_LIMIT", "2"}, {"OTHER_MEM_LIMIT_DEFAULTED", "8"}, {"HUGEPAGES", "4"},
 		}},
-		{name: "optional references are skipped", env: []v1.EnvVar{
-			{Name: "CM", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{Key: "k", Optional: ptr(true)}}},
-			{Name: "S", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k", Optional: ptr(true)}}},
-			{Name: "KEPT", Value: "yes"},
-		}, want: []envVar{{"KEPT", "yes"}}},
+		{name: "configMap and secret keys, optional ones missing skipped", env: []v1.EnvVar{
+			{Name: "CM", ValueFrom: cmKey("cfg", "color", nil)},
+			{Name: "S", ValueFrom: secretKey("sec", "pass", nil)},
+			{Name: "NO_CM", ValueFrom: cmKey("ghost", "k", ptr(true))},
+			{Name: "NO_KEY", ValueFrom: secretKey("sec", "ghost", ptr(true))},
+			{Name: "KEPT", Value: "$(CM)/$(S)"},
+		}, want: []envVar{{"CM", "blue"}, {"S", "p4ss"}, {"KEPT", "blue/p4ss"}}},
+		{name: "envFrom with prefix, env wins in place", env: []v1.EnvVar{{Name: "user", Value: "$(CFG_color)-L"}},
+			from: []v1.EnvFromSource{
+				{Prefix: "CFG_", ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}},
+				{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "sec"}}},
+				{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "ghost"}, Optional: ptr(true)}},
+			},
+			want: []envVar{{"CFG_color", "blue"}, {"pass", "p4ss"}, {"user", "blue-L"}}},
+		{name: "service variables after the container's, which win and expand them", env: []v1.EnvVar{
+			{Name: "API", Value: "$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"}, {Name: "KUBERNETES_PORT", Value: "mine"},
+		}, ec: func(e *envContext) {
+			e.serviceEnv = map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443", "KUBERNETES_PORT": "tcp://10.0.0.1:443"}
+		}, want: []envVar{{"API", "10.0.0.1:443"}, {"KUBERNETES_PORT", "mine"}, {"KUBERNETES_SERVICE_HOST", "10.0.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}}},
 		{name: "device variables first, the container's win", env: []v1.EnvVar{{Name: "MODE", Value: "mine"}},
 			ec:   func(e *envContext) { e.deviceEnvs = map[string]string{"Z_DEV": "z", "MODE": "device", "A_DEV": "a"} },
 			want: []envVar{{"A_DEV", "a"}, {"Z_DEV", "z"}, {"MODE", "mine"}}},
@@ -96,11 +127,12 @@ func TestContainerEnv(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := pod.DeepCopy()
 			p.Spec.Containers[0].Env = tc.env
+			p.Spec.Containers[0].EnvFrom = tc.from
 			e := ec
 			if tc.ec != nil {
 				tc.ec(&e)
 			}
-			got, err := containerEnv(p, &p.Spec.Containers[0], e)
+			got, err := containerEnv(context.Background(), p, &p.Spec.Containers[0], e)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,11 +150,22 @@ func TestContainerEnvErrors(t *testing.T) {
 		ec      envContext
 		wantErr string
 	}{
-		{name: "configMap envFrom", c: v1.Container{EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}}},
+		{name: "configMap envFrom on a standalone node", c: v1.Container{EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}}},
 			wantErr: "couldn't get configMap default/cfg, no kubeClient defined"},
-		{name: "configMap key", c: v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
-			LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "k"}}}}},
-			wantErr: "env X: couldn't get configMap default/cfg, no kubeClient defined"},
+		{name: "optional secret key on a standalone node", c: v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: secretKey("sec", "k", ptr(true))}}},
+			wantErr: "couldn't get secret default/sec, no kubeClient defined"},
+		{name: "missing configMap", c: v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: cmKey("ghost", "k", nil)}}},
+			ec: envContext{sources: envTestSources}, wantErr: `configmaps "ghost" not found`},
+		{name: "missing secret envFrom", c: v1.Container{EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "ghost"}}}}},
+			ec: envContext{sources: envTestSources}, wantErr: `secrets "ghost" not found`},
+		{name: "missing configMap key", c: v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: cmKey("cfg", "ghost", nil)}}},
+			ec: envContext{sources: envTestSources}, wantErr: "couldn't find key ghost in ConfigMap default/cfg"},
+		{name: "missing secret key", c: v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: secretKey("sec", "ghost", ptr(false))}}},
+			ec: envContext{sources: envTestSources}, wantErr: "couldn't find key ghost in Secret default/sec"},
+		{name: "optional envFrom does not make a later key optional", c: v1.Container{
+			EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "ghost"}, Optional: ptr(true)}}},
+			Env:     []v1.EnvVar{{Name: "X", ValueFrom: cmKey("ghost", "k", nil)}}},
+			ec: envContext{sources: envTestSources}, wantErr: `configmaps "ghost" not found`},
 		{name: "host IP unknown", c: v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: fieldRef("status.hostIP")}}},
 			wantErr: "the node's IP addresses are not known"},
 		{name: "unsupported field", c: v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: fieldRef("spec.schedulerName")}}},
@@ -140,7 +183,7 @@ func TestContainerEnvErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := testPod()
-			_, err := containerEnv(pod, &tc.c, tc.ec)
+			_, err := containerEnv(context.Background(), pod, &tc.c, tc.ec)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("containerEnv error %v, want one containing %q", err, tc.wantErr)
 			}

@@ -48,9 +48,13 @@ type Options struct {
 	// emptyDirs, as upstream; nil: the machine's CPUs and memory.
 	NodeAllocatable func() v1.ResourceList
 	// VolumeSources reads the API objects configMap, secret and projected
-	// volumes show; nil on a standalone node, where containers mounting
+	// volumes show, and the configMaps and secrets containers' env and
+	// envFrom name; nil on a standalone node, where containers mounting
 	// such volumes fail with CreateContainerConfigError and the reason.
 	VolumeSources VolumeSources
+	// Services are the cluster's Services, for the service variables of
+	// containers' environments; nil on a standalone node: none.
+	Services ServiceLister
 	// MaxParallelImagePulls bounds concurrent pulls: 0 or 1 serializes them
 	// (the kubelet's serializeImagePulls default), n > 1 allows n at once.
 	MaxParallelImagePulls int
@@ -194,6 +198,7 @@ func newManager(opts Options) (*Manager, error) {
 	}
 	m.images = newImagePuller(opts.CRI, opts.Events, opts.MaxParallelImagePulls, opts.Clock, met, log)
 	m.hooks = newHookRunner(opts.CRI)
+	m.dns.checkResolvConfLimits()
 	return m, nil
 }
 

@@ -13,9 +13,11 @@ import (
 	"github.com/microlet/microlet/core/cluster/events"
 )
 
-// VolumeSources reads what configMap, secret and projected volumes show
-// from the API server (core/cluster/volumesources implements it). Errors
-// for missing objects satisfy apierrors.IsNotFound.
+// VolumeSources reads what configMap, secret and projected volumes show,
+// and the configMaps and secrets of containers' environments, from the API
+// server (core/cluster/volumesources implements it). Errors for missing
+// objects satisfy apierrors.IsNotFound; the objects are shared, callers
+// must not modify them.
 type VolumeSources interface {
 	GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
 	GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error)

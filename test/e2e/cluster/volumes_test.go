@@ -103,8 +103,9 @@ func hasServiceAccountVolume(pod *v1.Pod) bool {
 // FailedMount events) while its configMap is missing and runs once it
 // exists; its configMap and secret files are there with their modes (the
 // secret readable by the fsGroup of a non-root container), behind
-// upstream's ..data layout; an edit of the configMap, or of the pod's
-// labels for its downwardAPI volume, reaches the mounted file.
+// upstream's ..data layout; an edit of the configMap, which the node
+// watches, or of the pod's labels for its downwardAPI volume, reaches the
+// mounted file.
 func TestConfigMapAndSecretVolumes(t *testing.T) {
 	t.Parallel()
 	// A short sync period: updates reach files on a pod sync.
@@ -166,6 +167,23 @@ func TestConfigMapAndSecretVolumes(t *testing.T) {
 		got := exec("cat /cfg/conf/greeting")
 		return got == "hello again", got
 	})
+	// Upstream's Watch strategy: the node lists and watches the configMap
+	// by name, and never GETs it.
+	var lists, gets int
+	for _, e := range n.APICalls(t) {
+		if e.ObjectRef == nil || e.ObjectRef.Resource != "configmaps" || e.ObjectRef.Namespace != ns {
+			continue
+		}
+		switch {
+		case e.Verb == "list" && strings.Contains(e.RequestURI, "fieldSelector=metadata.name%3Dcfg"):
+			lists++
+		case e.Verb == "get":
+			gets++
+		}
+	}
+	if lists == 0 || gets != 0 {
+		t.Errorf("the node listed the configMap by name %d times and got it %d times; want lists (for its watch) and no get", lists, gets)
+	}
 	kubectl(t, "label", "pod", "-n", ns, "files", "tier=web")
 	n.Eventually("the new label in the downwardAPI file", func() (bool, string) {
 		got := exec("cat /info/labels")
