@@ -7,13 +7,13 @@
 // turns:
 //
 //   - kubectl exec pod -- true, the median of 50 round trips;
-//
 //   - kubectl logs of a 100 MB log, in MB/s (the best of 3);
-//
 //   - kubectl port-forward of 1 GiB over loopback, in MB/s (the best of 3).
 //
-//     make build && E2E_BIN_DIR=$PWD/_output/bin \
-//     go test -run '^$' -bench Kubectl -benchtime 1x -tags e2e -timeout 30m ./test/bench/kubectl/
+// Run it with
+//
+//	make build && E2E_BIN_DIR=$PWD/_output/bin \
+//	  go test -run '^$' -bench Kubectl -benchtime 1x -tags e2e -timeout 30m ./test/bench/kubectl/
 //
 // It needs root, and the control plane, kubectl and kubelet of
 // hack/kube-tools/build.sh (.cache/kube/bin).
