@@ -5,6 +5,7 @@ package clustere2e
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -97,12 +98,18 @@ func testNodeProxy(t *testing.T, n *clusterNode) {
 		"pods":             {`"kind":"PodList"`, `"name":"server"`},
 		"healthz":          {"ok"},
 	} {
-		out := kubectl(t, "get", "--raw", "/api/v1/nodes/"+n.Name+"/proxy/"+path)
-		for _, w := range want {
-			if !strings.Contains(out, w) {
-				t.Errorf("kubectl get --raw /api/v1/nodes/%s/proxy/%s lacks %q (the kubelet's answer has it):\n%.600s", n.Name, path, w, out)
+		// The first stats and probe results of the node's pods come a few
+		// seconds after they start, as on a kubelet.
+		n.Eventually("kubectl get --raw /api/v1/nodes/"+n.Name+"/proxy/"+path+" to have "+strings.Join(want, ", ")+
+			" (as the kubelet's answer has)", func() (bool, string) {
+			out := kubectl(t, "get", "--raw", "/api/v1/nodes/"+n.Name+"/proxy/"+path)
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					return false, fmt.Sprintf("lacks %q:\n%.600s", w, out)
+				}
 			}
-		}
+			return true, ""
+		})
 	}
 }
 

@@ -25,21 +25,21 @@ import (
 func testExec(t *testing.T, ns string) {
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
-			r := kubectlResult(t, kubectlOptions{Env: p.env}, "exec", "-n", ns, "server", "--", "sh", "-c", "echo out; echo err >&2; exit 3")
+			r := kubectlResult(t, kubectlOptions{Env: p.env}, "exec", "-n", ns, "server", "-c", "app", "--", "sh", "-c", "echo out; echo err >&2; exit 3")
 			if r.Code != 3 || r.Stdout != "out\n" || !strings.Contains(r.Stderr, "err\n") {
 				t.Errorf("kubectl exec -- sh -c 'echo out; echo err >&2; exit 3' = code %d, stdout %q, stderr %q; want 3, out, err",
 					r.Code, r.Stdout, r.Stderr)
 			}
-			r = kubectlResult(t, kubectlOptions{Env: p.env}, "exec", "-n", ns, "server", "--", "true")
+			r = kubectlResult(t, kubectlOptions{Env: p.env}, "exec", "-n", ns, "server", "-c", "app", "--", "true")
 			if r.Code != 0 || r.Stdout != "" {
 				t.Errorf("kubectl exec -- true = code %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 			}
 			r = kubectlResult(t, kubectlOptions{Env: p.env, Stdin: strings.NewReader("hello\nworld\n")},
-				"exec", "-i", "-n", ns, "server", "--", "sh", "-c", "cat; test -t 0 || echo no-tty")
+				"exec", "-i", "-n", ns, "server", "-c", "app", "--", "sh", "-c", "cat; test -t 0 || echo no-tty")
 			if r.Code != 0 || r.Stdout != "hello\nworld\nno-tty\n" {
 				t.Errorf("kubectl exec -i -- cat = code %d, stdout %q, stderr %q; want stdin back and no terminal", r.Code, r.Stdout, r.Stderr)
 			}
-			r = kubectlTTY(t, p.env, "echo typed-$((6*7)); exit 4\n", "exec", "-it", "-n", ns, "server", "--", "sh")
+			r = kubectlTTY(t, p.env, "echo typed-$((6*7)); exit 4\n", "exec", "-it", "-n", ns, "server", "-c", "app", "--", "sh")
 			if r.Code != 4 || !strings.Contains(r.Stdout, "typed-42") {
 				t.Errorf("kubectl exec -it -- sh, typed 'echo typed-$((6*7)); exit 4' = code %d, output %q; want 4 and typed-42", r.Code, r.Stdout)
 			}
@@ -98,7 +98,7 @@ var forwarding = regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)
 // testPortForward: kubectl port-forward of two ports at once, over each
 // protocol, reaches each port's server, and 100 MB come through intact.
 func testPortForward(t *testing.T, ns string) {
-	want := strings.TrimSpace(kubectl(t, "exec", "-n", ns, "server", "--", "cat", "/www1/blob.sha"))
+	want := strings.TrimSpace(kubectl(t, "exec", "-n", ns, "server", "-c", "app", "--", "cat", "/www1/blob.sha"))
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
 			ports, stop := portForward(t, p.env, "-n", ns, "pod/server", ":8081", ":8082")
@@ -202,16 +202,16 @@ func testCopy(t *testing.T, ns string) {
 				t.Fatal(err)
 			}
 			remote := "/tmp/up-" + p.name
-			if r := kubectlResult(t, kubectlOptions{Env: p.env}, "cp", local, ns+"/server:"+remote); r.Code != 0 {
+			if r := kubectlResult(t, kubectlOptions{Env: p.env}, "cp", "-c", "app", local, ns+"/server:"+remote); r.Code != 0 {
 				t.Fatalf("kubectl cp into the pod: %d %s%s", r.Code, r.Stdout, r.Stderr)
 			}
 			sum := sha256.Sum256(data)
-			got := kubectl(t, "exec", "-n", ns, "server", "--", "sha256sum", remote)
+			got := kubectl(t, "exec", "-n", ns, "server", "-c", "app", "--", "sha256sum", remote)
 			if !strings.HasPrefix(got, hex.EncodeToString(sum[:])) {
 				t.Errorf("after kubectl cp in: sha256sum in the pod %q, want %x", got, sum)
 			}
 			back := filepath.Join(dir, "back.bin")
-			if r := kubectlResult(t, kubectlOptions{Env: p.env}, "cp", ns+"/server:"+remote, back); r.Code != 0 {
+			if r := kubectlResult(t, kubectlOptions{Env: p.env}, "cp", "-c", "app", ns+"/server:"+remote, back); r.Code != 0 {
 				t.Fatalf("kubectl cp out of the pod: %d %s%s", r.Code, r.Stdout, r.Stderr)
 			}
 			if copied, err := os.ReadFile(back); err != nil || sha256.Sum256(copied) != sum {

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/microlet/microlet/internal/devnode"
+	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
 )
 
 // The kubectl suite: every kubectl command that reaches a node, run with
@@ -214,7 +215,7 @@ func podReady(p *v1.Pod) bool {
 // every 3 s, so that following a log crosses rotations. The node's address
 // is the host's, not loopback: the API server's node proxy (kubectl get
 // --raw .../proxy/...) refuses loopback addresses, for a kubelet as for
-// microlet.
+// microlet. It runs the probes plugin too, for /metrics/probes.
 func TestKubectl(t *testing.T) {
 	t.Parallel()
 	ip := hostIP(t)
@@ -223,7 +224,7 @@ func TestKubectl(t *testing.T) {
 		"container_log_monitor_interval": `"3s"`,
 		"address":                        quote(ip),
 		"node_ip":                        quote(ip),
-	}})
+	}, Plugins: append(pressuree2e.DefaultPlugins(), pressuree2e.Plugin{Kind: "probes", Name: "default"})})
 	n.Secure = strings.Replace(n.Secure, "127.0.0.1", ip, 1)
 	waitReady(t, n, "")
 	ns := testNamespace(t)
