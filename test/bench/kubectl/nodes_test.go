@@ -58,7 +58,9 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name string) {
 		b.Fatal(err)
 	}
 	node := devnode.StartT(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// One kubelet runs on a host at a time (it owns host-wide paths):
+	// another test's may hold it for a while.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	no, yes := false, true
 	k, err := devnode.StartKubelet(ctx, node, devnode.KubeletOptions{
