@@ -24,11 +24,11 @@ import (
 // testDebugPod: kubectl debug adds an ephemeral container to a running
 // pod, in the process namespace of its --target; the pod's own container
 // goes on; -it gives a terminal in a new one.
-func testDebugPod(t *testing.T, n *clusterNode, ns string) {
-	before := waitAPIPod(t, n, ns, "server", "Ready", podReady)
+func testDebugPod(t *testing.T, ns string) {
+	before := waitPod(t, ns, "server", "Ready", podReady)
 	kubectl(t, "debug", "-n", ns, "server", "--image="+devnode.DefaultTestImage, "--target=app", "-c", "dbg", "--",
 		"sh", "-c", "ps; sleep 100000")
-	pod := waitAPIPod(t, n, ns, "server", "the ephemeral container dbg running", func(p *v1.Pod) bool {
+	pod := waitPod(t, ns, "server", "the ephemeral container dbg running", func(p *v1.Pod) bool {
 		for _, s := range p.Status.EphemeralContainerStatuses {
 			if s.Name == "dbg" {
 				return s.State.Running != nil
@@ -36,7 +36,7 @@ func testDebugPod(t *testing.T, n *clusterNode, ns string) {
 		}
 		return false
 	})
-	n.Eventually("the ephemeral container's ps to list its target's httpd", func() (bool, string) {
+	eventually(t, "the ephemeral container's ps to list its target's httpd", func() (bool, string) {
 		out := kubectl(t, "logs", "-n", ns, "server", "-c", "dbg")
 		return strings.Contains(out, "httpd -p 8081"), out
 	})
@@ -72,14 +72,14 @@ func testDebugNode(t *testing.T, n *clusterNode) {
 	if m == nil {
 		t.Fatalf("kubectl debug node/%s: %q", n.Name, out)
 	}
-	pod := waitAPIPod(t, n, ns, m[1], "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	pod := waitPod(t, ns, m[1], "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	if s := pod.Spec; s.NodeName != n.Name || !s.HostPID || !s.HostNetwork || !s.HostIPC {
 		t.Errorf("the node debugging pod: node %q, hostPID %v, hostNetwork %v, hostIPC %v", s.NodeName, s.HostPID, s.HostNetwork, s.HostIPC)
 	}
 	hostname, _ := os.ReadFile("/etc/hostname")
 	init, _ := os.ReadFile("/proc/1/comm")
 	want := string(hostname) + string(init)
-	n.Eventually("the debugging pod to print the host's hostname file and PID 1", func() (bool, string) {
+	eventually(t, "the debugging pod to print the host's hostname file and PID 1", func() (bool, string) {
 		got := kubectl(t, "logs", "-n", ns, m[1])
 		return got == want, got
 	})
@@ -100,7 +100,7 @@ func testNodeProxy(t *testing.T, n *clusterNode) {
 	} {
 		// The first stats and probe results of the node's pods come a few
 		// seconds after they start, as on a kubelet.
-		n.Eventually("kubectl get --raw /api/v1/nodes/"+n.Name+"/proxy/"+path+" to have "+strings.Join(want, ", ")+
+		eventually(t, "kubectl get --raw /api/v1/nodes/"+n.Name+"/proxy/"+path+" to have "+strings.Join(want, ", ")+
 			" (as the kubelet's answer has)", func() (bool, string) {
 			out := kubectl(t, "get", "--raw", "/api/v1/nodes/"+n.Name+"/proxy/"+path)
 			for _, w := range want {
@@ -210,7 +210,7 @@ func testDescribe(t *testing.T, n *clusterNode, ns string) {
 		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "described"}, Spec: spec}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitAPIPod(t, n, ns, "described", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	waitPod(t, ns, "described", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	kubectl(t, "delete", "pod", "-n", ns, "described", "--wait=false")
 	steps := []*regexp.Regexp{
 		regexp.MustCompile(`Normal\s+Scheduled\s+.*default-scheduler\s+Successfully assigned ` + regexp.QuoteMeta(ns) + `/described to ` + regexp.QuoteMeta(n.Name)),
@@ -219,7 +219,7 @@ func testDescribe(t *testing.T, n *clusterNode, ns string) {
 		regexp.MustCompile(`Normal\s+Started\s+.*kubelet\s+Started container app`),
 		regexp.MustCompile(`Normal\s+Killing\s+.*kubelet\s+Stopping container app`),
 	}
-	n.Eventually("kubectl describe pod to show every step of the pod's life", func() (bool, string) {
+	eventually(t, "kubectl describe pod to show every step of the pod's life", func() (bool, string) {
 		r := kubectlResult(t, kubectlOptions{}, "describe", "pod", "-n", ns, "described")
 		for _, s := range steps {
 			if !s.MatchString(r.Stdout) {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -236,7 +237,7 @@ func TestKubectl(t *testing.T) {
 	t.Run("attach", func(t *testing.T) { t.Parallel(); testAttach(t, ns) })
 	t.Run("port-forward", func(t *testing.T) { t.Parallel(); testPortForward(t, ns) })
 	t.Run("cp", func(t *testing.T) { t.Parallel(); testCopy(t, ns) })
-	t.Run("debug pod", func(t *testing.T) { t.Parallel(); testDebugPod(t, n, ns) })
+	t.Run("debug pod", func(t *testing.T) { t.Parallel(); testDebugPod(t, ns) })
 	t.Run("debug node", func(t *testing.T) { t.Parallel(); testDebugNode(t, n) })
 	t.Run("node proxy", func(t *testing.T) { t.Parallel(); testNodeProxy(t, n) })
 	t.Run("node API identity", func(t *testing.T) { t.Parallel(); testNodeAPIIdentity(t, n) })
@@ -253,4 +254,37 @@ func hostIP(t testing.TB) string {
 	}
 	defer conn.Close()
 	return conn.LocalAddr().(*net.UDPAddr).IP.String()
+}
+
+// eventually polls cond every 250 ms until it holds, failing t with what
+// it saw last after pressuree2e.WaitTimeout. Subtests use it, not the
+// node's Eventually, which fails the test that started the node.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(pressuree2e.WaitTimeout)
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s still waiting for %s; last seen: %s", pressuree2e.WaitTimeout, what, seen)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// waitPod waits, in a subtest, until the API's pod ns/name satisfies cond.
+func waitPod(t *testing.T, ns, name, what string, cond func(*v1.Pod) bool) *v1.Pod {
+	t.Helper()
+	var pod *v1.Pod
+	eventually(t, fmt.Sprintf("pod %s/%s: %s", ns, name, what), func() (bool, string) {
+		p, err := cluster(t).Admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		pod = p
+		return cond(p), describe(p, nil)
+	})
+	return pod
 }
