@@ -78,8 +78,9 @@ func BenchmarkKubectl(b *testing.B) {
 	k := kubectl{bin: filepath.Join(bin, "kubectl"), kubeconfig: kubeconfig}
 
 	systems := []*system{{name: "microlet", node: "bench-microlet"}, {name: "kubelet", node: "bench-kubelet"}}
-	startMicrolet(b, c, systems[0].node)
-	startKubelet(b, c, systems[1].node)
+	ip := hostIP(b)
+	startMicrolet(b, c, systems[0].node, ip)
+	startKubelet(b, c, systems[1].node, ip)
 	for _, s := range systems {
 		createPods(b, c, s.node)
 	}

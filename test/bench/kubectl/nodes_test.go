@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,9 +25,9 @@ const logMaxSize = "200Mi"
 
 // startMicrolet joins a microlet node (every plugin, a devnode of its own)
 // to c as the cluster suite's harness does: a node client certificate of
-// the cluster's CA, the node API on a loopback port checking client
+// the cluster's CA, the node API on a port of ip checking client
 // certificates of that CA and asking the API server about everyone else.
-func startMicrolet(b *testing.B, c *devcluster.Cluster, name string) {
+func startMicrolet(b *testing.B, c *devcluster.Cluster, name, ip string) {
 	b.Helper()
 	kubeconfig, err := c.NodeKubeconfig(name)
 	if err != nil {
@@ -40,8 +41,8 @@ func startMicrolet(b *testing.B, c *devcluster.Cluster, name string) {
 	pressuree2e.Start(b, pressuree2e.Options{NodeName: name, Settings: map[string]string{
 		"kubeconfig":             quote(kubeconfig),
 		"cert_dir":               quote(filepath.Join(dir, "pki")),
-		"address":                `"127.0.0.1"`,
-		"node_ip":                `"127.0.0.1"`,
+		"address":                quote(ip),
+		"node_ip":                quote(ip),
 		"port":                   fmt.Sprint(port),
 		"authentication":         fmt.Sprintf(`{ x509 = { client_ca_file = %s } }`, quote(c.CAFile())),
 		"container_log_max_size": quote(logMaxSize),
@@ -50,8 +51,9 @@ func startMicrolet(b *testing.B, c *devcluster.Cluster, name string) {
 
 // startKubelet joins the upstream kubelet, on a devnode of its own, to c
 // as kubeadm configures it: client certificates of the cluster's CA,
-// webhook authentication and authorization, no anonymous access.
-func startKubelet(b *testing.B, c *devcluster.Cluster, name string) {
+// webhook authentication and authorization, no anonymous access. Its
+// address is ip: the kubelet refuses a loopback node IP.
+func startKubelet(b *testing.B, c *devcluster.Cluster, name, ip string) {
 	b.Helper()
 	kubeconfig, err := c.NodeKubeconfig(name)
 	if err != nil {
@@ -72,8 +74,9 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name string) {
 			}
 			cfg.Authorization = kubeletconfig.KubeletAuthorization{Mode: kubeletconfig.KubeletAuthorizationModeWebhook}
 			cfg.ContainerLogMaxSize = logMaxSize
+			cfg.Address = ip
 		},
-		Args: []string{"--kubeconfig=" + kubeconfig, "--hostname-override=" + name, "--node-ip=127.0.0.1"},
+		Args: []string{"--kubeconfig=" + kubeconfig, "--hostname-override=" + name, "--node-ip=" + ip},
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -88,4 +91,15 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name string) {
 func quote(s string) string {
 	q, _ := json.Marshal(s)
 	return string(q)
+}
+
+// hostIP is the host's address on its default route.
+func hostIP(b *testing.B) string {
+	b.Helper()
+	conn, err := net.Dial("udp", "198.51.100.1:9") // nothing is sent
+	if err != nil {
+		b.Fatalf("no default route for a node address that is not loopback: %v", err)
+	}
+	defer conn.Close()
+	return conn.LocalAddr().(*net.UDPAddr).IP.String()
 }
