@@ -47,6 +47,9 @@ type podActions struct {
 	// spec's InitContainers and Containers, in the order to start them.
 	InitContainersToStart []int
 	ContainersToStart     []int
+	// EphemeralContainersToStart are indexes into the spec's
+	// EphemeralContainers: those never started (they never restart).
+	EphemeralContainersToStart []int
 	// ContainersToKill are stopped first (when KillPod is not set).
 	ContainersToKill []containerToKill
 }
@@ -95,8 +98,7 @@ func sandboxChanged(pod *v1.Pod, status *container.PodStatus) (bool, uint32, str
 }
 
 // computePodActions decides what SyncPod does, as upstream's function of the
-// same name (without ephemeral containers and in-place resize, which static
-// pods cannot use).
+// same name (without in-place resize).
 func computePodActions(pod *v1.Pod, status *container.PodStatus, probes ProbeResults) podActions {
 	if probes == nil {
 		probes = noProbes{}
@@ -139,6 +141,15 @@ func computePodActions(pod *v1.Pod, status *container.PodStatus, probes ProbeRes
 		if s.State.MayRun() && containerSpec(pod, s.Name) == nil {
 			actions.killContainer(containerToKill{ID: s.ID, Name: s.Name, Reason: killReasonNotInSpec,
 				Message: fmt.Sprintf("Container %s is not in the pod's spec", s.Name)})
+		}
+	}
+
+	// Ephemeral containers start even before the pod is initialized, so
+	// that a pod stuck in an init container can be debugged; one that ran
+	// once is never started again.
+	for i := range pod.Spec.EphemeralContainers {
+		if status.Container(pod.Spec.EphemeralContainers[i].Name) == nil {
+			actions.EphemeralContainersToStart = append(actions.EphemeralContainersToStart, i)
 		}
 	}
 

@@ -392,3 +392,73 @@ func TestComputePodActionsSidecars(t *testing.T) {
 		})
 	}
 }
+
+func TestComputePodActionsEphemeralContainers(t *testing.T) {
+	base := testPod()
+	a, b := base.Spec.Containers[0], base.Spec.Containers[1]
+	debug := testContainer("debug")
+	withDebug := func(p *v1.Pod) {
+		p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon(debug), TargetContainerName: "a"}}
+	}
+	ready := []*container.SandboxStatus{readySandbox("s1", 0)}
+	init := testContainer("init")
+
+	for _, tc := range []struct {
+		name   string
+		pod    *v1.Pod
+		status *container.PodStatus
+		want   podActions
+	}{
+		{
+			name: "added to a running pod: started",
+			pod:  testPod(withDebug), status: statusOf(ready, running(a, "ca"), running(b, "cb")),
+			want: podActions{SandboxID: "s1", EphemeralContainersToStart: []int{0}},
+		},
+		{
+			name: "running: kept, not killed as a container the spec does not name",
+			pod:  testPod(withDebug), status: statusOf(ready, running(a, "ca"), running(b, "cb"), running(debug, "cd")),
+			want: podActions{SandboxID: "s1"},
+		},
+		{
+			name: "exited: never started again, whatever the restart policy",
+			pod:  testPod(withDebug), status: statusOf(ready, running(a, "ca"), running(b, "cb"), exited(debug, "cd", 1)),
+			want: podActions{SandboxID: "s1"},
+		},
+		{
+			name: "started while an init container still runs",
+			pod:  testPod(withDebug, withInitContainers(init)), status: statusOf(ready, running(init, "ci")),
+			want: podActions{SandboxID: "s1", EphemeralContainersToStart: []int{0}},
+		},
+		{
+			name: "a new sandbox starts without them: they ran in the old one",
+			pod:  testPod(withDebug), status: statusOf(nil),
+			want: podActions{KillPod: true, CreateSandbox: true, ContainersToStart: []int{0, 1}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := computePodActions(tc.pod, tc.status, nil)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("computePodActions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTargetContainerID(t *testing.T) {
+	pod := testPod(func(p *v1.Pod) {
+		p.Spec.EphemeralContainers = []v1.EphemeralContainer{
+			{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}, TargetContainerName: "a"},
+			{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "lost"}, TargetContainerName: "gone"},
+			{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "plain"}},
+		}
+	})
+	status := statusOf(nil, running(pod.Spec.Containers[0], "ca"))
+	for name, want := range map[string]string{"debug": "ca", "plain": "", "a": ""} {
+		if got, err := targetContainerID(pod, name, status); got != want || err != nil {
+			t.Errorf("targetContainerID(%s) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := targetContainerID(pod, "lost", status); err == nil || err.Error() != "unable to find target container gone" {
+		t.Errorf("targetContainerID of a missing target: %v", err)
+	}
+}

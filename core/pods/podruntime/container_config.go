@@ -24,6 +24,9 @@ type containerInstance struct {
 	user     imageUser
 	podIPs   []string
 	plan     *ResourcePlan
+	// targetID is the container whose process namespace an ephemeral
+	// container joins; "" for none.
+	targetID string
 }
 
 // containerConfig is the CreateContainer configuration of a container
@@ -73,6 +76,12 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, in container
 	security, err := m.containerSecurityContext(pod, c, in.user)
 	if err != nil {
 		return nil, err
+	}
+	// A debugging container sees its target's processes, unless the pod
+	// already shares one namespace (hostPID, shareProcessNamespace).
+	if in.targetID != "" && security.NamespaceOptions.Pid == runtimeapi.NamespaceMode_CONTAINER {
+		security.NamespaceOptions.Pid = runtimeapi.NamespaceMode_TARGET
+		security.NamespaceOptions.TargetId = in.targetID
 	}
 	annotations, err := newContainerAnnotations(c, pod, in.restartCount, opts.Annotations)
 	if err != nil {

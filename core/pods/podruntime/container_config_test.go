@@ -270,3 +270,44 @@ func TestContainerConfigHostsFile(t *testing.T) {
 		})
 	}
 }
+
+// An ephemeral container with a target joins the target's process
+// namespace, unless the pod shares one already.
+func TestContainerConfigTargetNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		pod        func(*v1.Pod)
+		target     string
+		wantPid    runtimeapi.NamespaceMode
+		wantTarget string
+	}{
+		{name: "no target", wantPid: runtimeapi.NamespaceMode_CONTAINER},
+		{name: "a target", target: "c1", wantPid: runtimeapi.NamespaceMode_TARGET, wantTarget: "c1"},
+		{name: "a target in a pod sharing its namespace", target: "c1", wantPid: runtimeapi.NamespaceMode_POD,
+			pod: func(p *v1.Pod) { p.Spec.ShareProcessNamespace = ptr(true) }},
+		{name: "a target on the host's namespace", target: "c1", wantPid: runtimeapi.NamespaceMode_NODE,
+			pod: func(p *v1.Pod) { p.Spec.HostPID = true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestManager(t)
+			var changes []func(*v1.Pod)
+			if tc.pod != nil {
+				changes = append(changes, tc.pod)
+			}
+			pod := testPod(changes...)
+			if err := m.makePodDirs(pod); err != nil {
+				t.Fatal(err)
+			}
+			root := int64(0)
+			got, err := m.containerConfig(context.Background(), pod, containerInstance{
+				spec: &pod.Spec.Containers[0], imageRef: "sha256:abc", user: imageUser{uid: &root}, targetID: tc.target})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns := got.Linux.SecurityContext.NamespaceOptions
+			if ns.Pid != tc.wantPid || ns.TargetId != tc.wantTarget {
+				t.Errorf("PID namespace %v target %q, want %v target %q", ns.Pid, ns.TargetId, tc.wantPid, tc.wantTarget)
+			}
+		})
+	}
+}

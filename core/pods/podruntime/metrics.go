@@ -10,8 +10,9 @@ import (
 
 // Container types, the container_type label values of upstream's metrics.
 const (
-	metricContainer     = "container"
-	metricInitContainer = "init_container"
+	metricContainer          = "container"
+	metricInitContainer      = "init_container"
+	metricEphemeralContainer = "ephemeral_container"
 )
 
 // imageSizeBuckets label image_pull_duration_seconds by image size, as

@@ -107,7 +107,8 @@ func hasAnyRegularContainerCreated(pod *v1.Pod, status *container.PodStatus) boo
 	return false
 }
 
-// containerSpec finds a container of the pod by name, init or regular.
+// containerSpec finds a container of the pod by name: init, regular or
+// ephemeral.
 func containerSpec(pod *v1.Pod, name string) *v1.Container {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
@@ -117,6 +118,11 @@ func containerSpec(pod *v1.Pod, name string) *v1.Container {
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == name {
 			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		}
 	}
 	return nil

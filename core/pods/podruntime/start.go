@@ -56,8 +56,13 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, status *conta
 	if err != nil {
 		return failed(ErrCreateContainerConfig, "", err.Error())
 	}
+	target, err := targetContainerID(pod, c.Name, status)
+	if err != nil {
+		return failed(ErrCreateContainerConfig, "", err.Error())
+	}
 	config, err := m.containerConfig(ctx, pod, containerInstance{
 		spec: c, restartCount: restartCount, imageRef: image.ref, user: user, podIPs: sandbox.podIPs, plan: sandbox.plan,
+		targetID: target,
 	})
 	if err != nil {
 		return failed(ErrCreateContainerConfig, "", err.Error())
@@ -89,6 +94,24 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, status *conta
 		}
 	}
 	return nil
+}
+
+// targetContainerID is the runtime ID of the container whose process
+// namespace ephemeral container name shares (its targetContainerName, as
+// kubectl debug --target sets it), as upstream's getTargetID; "" for any
+// other container.
+func targetContainerID(pod *v1.Pod, name string, status *container.PodStatus) (string, error) {
+	for _, e := range pod.Spec.EphemeralContainers {
+		if e.Name != name || e.TargetContainerName == "" {
+			continue
+		}
+		target := status.Container(e.TargetContainerName)
+		if target == nil {
+			return "", fmt.Errorf("unable to find target container %v", e.TargetContainerName)
+		}
+		return target.ID, nil
+	}
+	return "", nil
 }
 
 // containerEvent records an event about container c of pod, whose

@@ -22,8 +22,9 @@ import (
 //  2. kill the pod when its sandbox must be replaced or it is finished,
 //     else kill the containers that must go;
 //  3. create a sandbox when needed;
-//  4. start init containers and sidecars, in order;
-//  5. start regular containers.
+//  4. start ephemeral containers added to the pod (kubectl debug);
+//  5. start init containers and sidecars, in order;
+//  6. start regular containers.
 //
 // It returns every step it took. A container in backoff is a failed step
 // (CrashLoopBackOff, ImagePullBackOff), not an error of the node; see
@@ -74,7 +75,8 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		m.removeInitContainers(ctx, pod, status, 1)
 	}
 
-	if !actions.CreateSandbox && len(actions.InitContainersToStart) == 0 && len(actions.ContainersToStart) == 0 {
+	if !actions.CreateSandbox && len(actions.InitContainersToStart) == 0 && len(actions.ContainersToStart) == 0 &&
+		len(actions.EphemeralContainersToStart) == 0 {
 		return result
 	}
 	sandbox, ok := m.prepareSandbox(ctx, pod, actions, podIPs, result)
@@ -86,6 +88,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		step := m.startStep(ctx, pod, status, c, sandbox, containerType)
 		result.add(step)
 		return step.Err
+	}
+	// Before init containers, as upstream: a pod whose init container
+	// fails can still be debugged.
+	for _, i := range actions.EphemeralContainersToStart {
+		_ = start((*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon), metricEphemeralContainer)
 	}
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
