@@ -53,6 +53,11 @@ max_pods = 110
 serialize_image_pulls = true
 # Image pulls at once when serialize_image_pulls is false; 0: no limit. Flag --max-parallel-image-pulls.
 max_parallel_image_pulls = 0
+# The kubelet's credential provider config file (CredentialProviderConfig, kubelet.config.k8s.io/v1):
+# exec plugins that supply image pull credentials; "": none. Flag --image-credential-provider-config.
+image_credential_provider_config = ""
+# Where the plugins that file names are. Flag --image-credential-provider-bin-dir.
+image_credential_provider_bin_dir = ""
 # Directory of the node's CNI network config; the core checks it to report network readiness precisely.
 cni_conf_dir = "/etc/cni/net.d"
 # Directories searched for CNI plugin binaries, for the same check.

@@ -133,6 +133,11 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		admitters = append(admitters, p.api.admitter)
 	}
 
+	volumeSources := c.volumeSources()
+	pullCreds, err := pullCredentials(cfg, volumeSources)
+	if err != nil {
+		return nil, err
+	}
 	p.runtime, err = podruntime.New(podruntime.Options{
 		CRI:                   client,
 		NodeName:              cfg.NodeName,
@@ -144,7 +149,8 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		Resources:             p.cgroups,
 		ContainerOptions:      p.devices,
 		NodeAllocatable:       p.cgroups.Allocatable,
-		VolumeSources:         c.volumeSources(),
+		VolumeSources:         volumeSources,
+		PullCredentials:       pullCreds,
 		MaxParallelImagePulls: parallelImagePulls(cfg),
 		Events:                a.recorder,
 		Logger:                a.log.Named("runtime"),

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"github.com/microlet/microlet/core/cluster/volumesources"
+	"github.com/microlet/microlet/core/config"
 	"github.com/microlet/microlet/core/pods/podruntime"
+	"github.com/microlet/microlet/core/pods/pullcreds"
 )
 
 // volumeSources reads what configMap, secret and projected volumes show
@@ -12,4 +14,16 @@ func (c *cluster) volumeSources() podruntime.VolumeSources {
 		return nil
 	}
 	return volumesources.New(c.client, 0, nil)
+}
+
+// pullCredentials finds image pull credentials: the pods' pull secrets
+// through sources (nil on a standalone node), the node's docker config in
+// root_dir and the usual places, and the credential provider plugins.
+func pullCredentials(cfg *config.Config, sources podruntime.VolumeSources) (*pullcreds.Keyring, error) {
+	var secrets pullcreds.SecretGetter
+	if sources != nil {
+		secrets = sources
+	}
+	return pullcreds.New(pullcreds.Options{RootDir: cfg.RootDir, Secrets: secrets,
+		ProviderConfig: cfg.ImageCredentialProviderConfig, ProviderBinDir: cfg.ImageCredentialProviderBinDir})
 }

@@ -47,6 +47,11 @@ type Config struct {
 	// MaxParallelImagePulls allows more (the kubelet's fields).
 	SerializeImagePulls   bool `config:"serialize_image_pulls"`
 	MaxParallelImagePulls int  `config:"max_parallel_image_pulls"`
+	// ImageCredentialProviderConfig is the kubelet's credential provider
+	// config file (CredentialProviderConfig) of exec plugins found in
+	// ImageCredentialProviderBinDir; "": none.
+	ImageCredentialProviderConfig string `config:"image_credential_provider_config"`
+	ImageCredentialProviderBinDir string `config:"image_credential_provider_bin_dir"`
 	// CNIConfDir is where the node's CNI network config lives and
 	// CNIBinDirs where its plugins are: the core checks them to report
 	// network readiness with a precise reason.

@@ -65,7 +65,7 @@ func newTestPuller(t *testing.T, images *fakeImages, maxParallel int, clock *fak
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newImagePuller(images, events.Nop, maxParallel, clock.Now, met, hclog.NewNullLogger())
+	return newImagePuller(images, nil, events.Nop, maxParallel, clock.Now, met, hclog.NewNullLogger())
 }
 
 func TestEnsureImagePolicies(t *testing.T) {

@@ -51,6 +51,8 @@ type Options struct {
 	// volumes show; nil on a standalone node, where containers mounting
 	// such volumes fail with CreateContainerConfigError and the reason.
 	VolumeSources VolumeSources
+	// PullCredentials finds image pull credentials; nil pulls without any.
+	PullCredentials PullCredentials
 	// MaxParallelImagePulls bounds concurrent pulls: 0 or 1 serializes them
 	// (the kubelet's serializeImagePulls default), n > 1 allows n at once.
 	MaxParallelImagePulls int
@@ -192,7 +194,7 @@ func newManager(opts Options) (*Manager, error) {
 		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable, opts.VolumeSources, opts.Events, opts.Clock),
 		metrics:   met,
 	}
-	m.images = newImagePuller(opts.CRI, opts.Events, opts.MaxParallelImagePulls, opts.Clock, met, log)
+	m.images = newImagePuller(opts.CRI, opts.PullCredentials, opts.Events, opts.MaxParallelImagePulls, opts.Clock, met, log)
 	m.hooks = newHookRunner(opts.CRI)
 	return m, nil
 }
