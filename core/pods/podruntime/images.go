@@ -2,6 +2,7 @@ package podruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -198,7 +201,8 @@ func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auth
 
 func (p *imagePuller) pullWith(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
 	if len(auths) == 0 {
-		return p.images.PullImage(ctx, spec, nil, sandboxConfig)
+		ref, err := p.images.PullImage(ctx, spec, nil, sandboxConfig)
+		return ref, runtimePullError(err)
 	}
 	var errs []error
 	for _, auth := range auths {
@@ -206,9 +210,27 @@ func (p *imagePuller) pullWith(ctx context.Context, spec *runtimeapi.ImageSpec, 
 		if err == nil {
 			return ref, nil
 		}
-		errs = append(errs, err)
+		errs = append(errs, runtimePullError(err))
 	}
 	return "", utilerrors.NewAggregate(errs)
+}
+
+// runtimePullError is the runtime's own error of a failed pull, as
+// upstream's CRI client returns it ("rpc error: code = Unknown desc =
+// failed to pull and unpack image ...: 401 Unauthorized"), which users
+// see in the Failed event and the waiting message; a runtime that is down
+// or did not answer in time keeps the CRI client's explanation.
+func runtimePullError(err error) error {
+	var s interface{ GRPCStatus() *status.Status }
+	if err == nil || !errors.As(err, &s) {
+		return err
+	}
+	switch st := s.GRPCStatus(); st.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return err
+	default:
+		return st.Err()
+	}
 }
 
 // pullErrorReason is upstream's evalCRIPullErr: the message of a failed pull

@@ -3,10 +3,13 @@ package podruntime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -63,5 +66,22 @@ func TestPullTriesEachCredential(t *testing.T) {
 	var re *reasonError
 	if !errors.Is(err, ErrImagePull) || !errors.As(err, &re) || re.message != "[failed to resolve reference: 401 Unauthorized, failed to resolve reference: 403 Forbidden]" {
 		t.Errorf("ensureImage error %v, want ErrImagePull with both registries' messages", err)
+	}
+}
+
+func TestRuntimePullError(t *testing.T) {
+	pull := status.Error(codes.Unknown, "failed to pull and unpack image: 401 Unauthorized")
+	down := status.Error(codes.Unavailable, "connection refused")
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("CRI PullImage %q: %w", "reg/app:1", pull), "rpc error: code = Unknown desc = failed to pull and unpack image: 401 Unauthorized"},
+		{fmt.Errorf("CRI PullImage: the container runtime is unavailable: %w", down), "CRI PullImage: the container runtime is unavailable: rpc error: code = Unavailable desc = connection refused"},
+		{errors.New("plain"), "plain"},
+	} {
+		if got := runtimePullError(tc.err).Error(); got != tc.want {
+			t.Errorf("runtimePullError(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }
