@@ -134,7 +134,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 	}
 
 	volumeSources := c.volumeSources()
-	pullCreds, err := pullCredentials(cfg, volumeSources)
+	pullCreds, err := pullCredentials(cfg, volumeSources, reg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/microlet/microlet/core/cluster/volumesources"
 	"github.com/microlet/microlet/core/config"
 	"github.com/microlet/microlet/core/pods/podruntime"
@@ -19,11 +21,11 @@ func (c *cluster) volumeSources() podruntime.VolumeSources {
 // pullCredentials finds image pull credentials: the pods' pull secrets
 // through sources (nil on a standalone node), the node's docker config in
 // root_dir and the usual places, and the credential provider plugins.
-func pullCredentials(cfg *config.Config, sources podruntime.VolumeSources) (*pullcreds.Keyring, error) {
+func pullCredentials(cfg *config.Config, sources podruntime.VolumeSources, reg prometheus.Registerer) (*pullcreds.Keyring, error) {
 	var secrets pullcreds.SecretGetter
 	if sources != nil {
 		secrets = sources
 	}
 	return pullcreds.New(pullcreds.Options{RootDir: cfg.RootDir, Secrets: secrets,
-		ProviderConfig: cfg.ImageCredentialProviderConfig, ProviderBinDir: cfg.ImageCredentialProviderBinDir})
+		ProviderConfig: cfg.ImageCredentialProviderConfig, ProviderBinDir: cfg.ImageCredentialProviderBinDir, Registerer: reg})
 }

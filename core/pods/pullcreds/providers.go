@@ -42,6 +42,7 @@ type provider struct {
 	args                   []string
 	env                    []string
 	now                    func() time.Time
+	metrics                *pluginMetrics
 
 	mu    sync.Mutex
 	cache map[string]cachedResponse
@@ -60,11 +61,11 @@ type pluginRun struct {
 	err    error
 }
 
-// LoadProviders reads the kubelet's credential provider config file
+// loadProviders reads the kubelet's credential provider config file
 // (CredentialProviderConfig) and checks each provider as upstream does: a
 // name that is a file in binDir, matchImages, defaultCacheDuration and a
 // known apiVersion.
-func LoadProviders(configFile, binDir string, now func() time.Time) ([]*provider, error) {
+func loadProviders(configFile, binDir string, now func() time.Time, met *pluginMetrics) ([]*provider, error) {
 	data, err := os.ReadFile(configFile)
 	if err != nil {
 		return nil, fmt.Errorf("credential provider config: %w", err)
@@ -118,7 +119,7 @@ func LoadProviders(configFile, binDir string, now func() time.Time) ([]*provider
 			bad("no plugin executable at %s", path)
 		}
 		pr := &provider{name: p.Name, path: path, apiVersion: p.APIVersion, matchImages: p.MatchImages,
-			args: p.Args, now: now, cache: map[string]cachedResponse{}, running: map[string]*pluginRun{}}
+			args: p.Args, now: now, metrics: met, cache: map[string]cachedResponse{}, running: map[string]*pluginRun{}}
 		if p.DefaultCacheDuration != nil {
 			pr.defaultCacheDuration = p.DefaultCacheDuration.Duration
 		}
@@ -215,7 +216,11 @@ func (p *provider) exec(ctx context.Context, image, registry string) (DockerConf
 	// The node's environment and the config's variables, which win.
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(req), &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	start := time.Now()
+	err = cmd.Run()
+	p.metrics.duration.WithLabelValues(p.name).Observe(time.Since(start).Seconds())
+	if err != nil {
+		p.metrics.errors.WithLabelValues(p.name).Inc()
 		return nil, fmt.Errorf("error execing credential provider plugin %s for image %s: %w: %s", p.name, image, err, strings.TrimSpace(stderr.String()))
 	}
 	var resp credentialproviderv1.CredentialProviderResponse

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -29,6 +30,8 @@ type Options struct {
 	Secrets SecretGetter
 	// Clock is nil for time.Now.
 	Clock func() time.Time
+	// Registerer gets the plugins' metrics; nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // Keyring finds the credentials for a pod's image.
@@ -49,7 +52,11 @@ func New(opts Options) (*Keyring, error) {
 		if opts.ProviderBinDir == "" {
 			return nil, errors.New("image_credential_provider_bin_dir is required with image_credential_provider_config")
 		}
-		providers, err := LoadProviders(opts.ProviderConfig, opts.ProviderBinDir, opts.Clock)
+		met, err := newPluginMetrics(opts.Registerer)
+		if err != nil {
+			return nil, err
+		}
+		providers, err := loadProviders(opts.ProviderConfig, opts.ProviderBinDir, opts.Clock, met)
 		if err != nil {
 			return nil, err
 		}

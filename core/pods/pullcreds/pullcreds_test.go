@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,7 +145,8 @@ providers:
   apiVersion: credentialprovider.kubelet.k8s.io/v1
 `)
 	clk := &clock{t: time.Unix(1000, 0)}
-	k, err := New(Options{RootDir: t.TempDir(), ProviderConfig: config, ProviderBinDir: bin, Clock: clk.now})
+	reg := prometheus.NewPedanticRegistry()
+	k, err := New(Options{RootDir: t.TempDir(), ProviderConfig: config, ProviderBinDir: bin, Clock: clk.now, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,6 +183,9 @@ providers:
 	// per-registry: once, then once more after its 10 s; not for solo.
 	if got := runs(registryLog); len(got) != 2 {
 		t.Errorf("per-registry plugin runs:\n%s", strings.Join(got, "\n"))
+	}
+	if n := testutil.CollectAndCount(reg, "kubelet_credential_provider_plugin_duration"); n != 3 {
+		t.Errorf("kubelet_credential_provider_plugin_duration has %d series, want one per plugin", n)
 	}
 }
 
