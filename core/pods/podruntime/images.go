@@ -199,6 +199,7 @@ func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auth
 	return pulled, nil
 }
 
+// pullWith is the CRI pull without credentials, or with each in turn.
 func (p *imagePuller) pullWith(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
 	if len(auths) == 0 {
 		ref, err := p.images.PullImage(ctx, spec, nil, sandboxConfig)
