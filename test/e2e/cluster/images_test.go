@@ -31,7 +31,8 @@ const (
 // provider exec plugin. Without credentials, and with a
 // kubernetes.io/dockercfg secret of a wrong password, the container waits
 // in ErrImagePull / ImagePullBackOff with the registry's answer, and the
-// pod has the kubelet's Failed and BackOff events. Each pod pulls its own
+// pod has the kubelet's Failed and BackOff events (and, for a pull secret
+// that does not exist, FailedToRetrieveImagePullSecret). Each pod pulls its own
 // tag of one small image (the pause program), so that no pull finds
 // another's image present.
 func TestImagePullCredentials(t *testing.T) {
@@ -99,6 +100,8 @@ providers:
 			spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "good"}}
 		case "wrong":
 			spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "wrong"}}
+		case "none":
+			spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "missing"}}
 		case "account":
 			spec.ServiceAccountName = "puller"
 		}
@@ -145,6 +148,14 @@ providers:
 		}
 		if !found {
 			t.Errorf("pod %s: no Failed warning %q... with %q in %v", name, prefix, unauthorized, eventMessages(events()))
+		}
+	}
+	none := waitAPIPod(t, n, ns, "none", "exists", func(*v1.Pod) bool { return true })
+	waitForReasons(t, n, "the missing pull secret's event", podEvents(t, none), "FailedToRetrieveImagePullSecret")
+	for _, e := range podEvents(t, none)() {
+		if e.Reason == "FailedToRetrieveImagePullSecret" && (e.Type != v1.EventTypeWarning ||
+			e.Message != "Unable to retrieve some image pull secrets (missing); attempting to pull the image may not succeed.") {
+			t.Errorf("FailedToRetrieveImagePullSecret: %s %q", e.Type, e.Message)
 		}
 	}
 }
