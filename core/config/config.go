@@ -43,8 +43,9 @@ type Config struct {
 	HTTPCheckFrequency time.Duration       `config:"http_check_frequency"`
 	SyncFrequency      time.Duration       `config:"sync_frequency"`
 	MaxPods            int                 `config:"max_pods"`
-	// SerializeImagePulls pulls one image at a time unless
-	// MaxParallelImagePulls allows more (the kubelet's fields).
+	// SerializeImagePulls pulls one image at a time; false, as many at
+	// once as MaxParallelImagePulls allows (0: no limit). The kubelet's
+	// fields, and its refusal of both serialized and more than 1.
 	SerializeImagePulls   bool `config:"serialize_image_pulls"`
 	MaxParallelImagePulls int  `config:"max_parallel_image_pulls"`
 	// ImageCredentialProviderConfig is the kubelet's credential provider

@@ -57,8 +57,12 @@ func (c *Config) validate() Errors {
 	v.atLeast("max_pods", c.MaxPods, 0)
 	v.atLeast("eviction_max_pods_per_cycle", c.EvictionMaxPodsPerCycle, 1)
 	v.atLeast("max_parallel_image_pulls", c.MaxParallelImagePulls, 0)
+	if c.SerializeImagePulls && c.MaxParallelImagePulls > 1 {
+		// The kubelet refuses it too, rather than ignore one of them.
+		v.fail("max_parallel_image_pulls", "cannot be larger than 1 unless serialize_image_pulls is false, got %d", c.MaxParallelImagePulls)
+	}
 	if c.ImageCredentialProviderConfig != "" && c.ImageCredentialProviderBinDir == "" {
-		v.fail("image_credential_provider_bin_dir", "is required with image_credential_provider_config: the plugins it names are found there")
+		v.fail("image_credential_provider_config", "needs image_credential_provider_bin_dir: the plugins it names are found there")
 	}
 	v.containerLogs()
 	if c.CNIBridgeConfig && c.PodCIDR == "" {
