@@ -49,10 +49,16 @@ http_check_frequency = "20s"
 sync_frequency = "1m"
 # Number of pods this node admits. Flag --max-pods.
 max_pods = 110
-# Pull one image at a time unless max_parallel_image_pulls allows more. Flag --serialize-image-pulls.
+# Pull one image at a time; false: as many at once as max_parallel_image_pulls allows. Flag --serialize-image-pulls.
 serialize_image_pulls = true
-# Image pulls at once when serialize_image_pulls is false; 0: no limit. Flag --max-parallel-image-pulls.
+# Image pulls at once when serialize_image_pulls is false; 0: no limit (more than 1 with
+# serialize_image_pulls = true is refused, as by the kubelet). Flag --max-parallel-image-pulls.
 max_parallel_image_pulls = 0
+# The kubelet's credential provider config file (CredentialProviderConfig, kubelet.config.k8s.io/v1):
+# exec plugins that supply image pull credentials; "": none. Flag --image-credential-provider-config.
+image_credential_provider_config = ""
+# Where the plugins that file names are. Flag --image-credential-provider-bin-dir.
+image_credential_provider_bin_dir = ""
 # Directory of the node's CNI network config; the core checks it to report network readiness precisely.
 cni_conf_dir = "/etc/cni/net.d"
 # Directories searched for CNI plugin binaries, for the same check.

@@ -133,6 +133,11 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		admitters = append(admitters, p.api.admitter)
 	}
 
+	volumeSources := c.volumeSources(cfg.SyncFrequency)
+	pullCreds, err := pullCredentials(cfg, volumeSources, reg)
+	if err != nil {
+		return nil, err
+	}
 	p.runtime, err = podruntime.New(podruntime.Options{
 		CRI:                   client,
 		NodeName:              cfg.NodeName,
@@ -144,8 +149,9 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		Resources:             p.cgroups,
 		ContainerOptions:      p.devices,
 		NodeAllocatable:       p.cgroups.Allocatable,
-		VolumeSources:         c.volumeSources(cfg.SyncFrequency),
+		VolumeSources:         volumeSources,
 		Services:              p.api.serviceLister(),
+		PullCredentials:       pullCreds,
 		MaxParallelImagePulls: parallelImagePulls(cfg),
 		Events:                a.recorder,
 		Logger:                a.log.Named("runtime"),

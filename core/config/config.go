@@ -43,10 +43,16 @@ type Config struct {
 	HTTPCheckFrequency time.Duration       `config:"http_check_frequency"`
 	SyncFrequency      time.Duration       `config:"sync_frequency"`
 	MaxPods            int                 `config:"max_pods"`
-	// SerializeImagePulls pulls one image at a time unless
-	// MaxParallelImagePulls allows more (the kubelet's fields).
+	// SerializeImagePulls pulls one image at a time; false, as many at
+	// once as MaxParallelImagePulls allows (0: no limit). The kubelet's
+	// fields, and its refusal of both serialized and more than 1.
 	SerializeImagePulls   bool `config:"serialize_image_pulls"`
 	MaxParallelImagePulls int  `config:"max_parallel_image_pulls"`
+	// ImageCredentialProviderConfig is the kubelet's credential provider
+	// config file (CredentialProviderConfig) of exec plugins found in
+	// ImageCredentialProviderBinDir; "": none.
+	ImageCredentialProviderConfig string `config:"image_credential_provider_config"`
+	ImageCredentialProviderBinDir string `config:"image_credential_provider_bin_dir"`
 	// CNIConfDir is where the node's CNI network config lives and
 	// CNIBinDirs where its plugins are: the core checks them to report
 	// network readiness with a precise reason.

@@ -201,6 +201,17 @@ eviction_max_pods_per_cycle = 0
 			},
 		},
 		{
+			name: "validation of image pulls",
+			src: sources{main: `max_parallel_image_pulls = 5
+image_credential_provider_config = "etc/providers.yaml"
+`},
+			want: []string{
+				`{main}:1: max_parallel_image_pulls: cannot be larger than 1 unless serialize_image_pulls is false, got 5`,
+				`{main}:2: image_credential_provider_config: needs image_credential_provider_bin_dir: the plugins it names are found there`,
+				`{main}:2: image_credential_provider_config: expected an absolute path, got "etc/providers.yaml"`,
+			},
+		},
+		{
 			name: "validation of container log rotation",
 			src: sources{main: `container_log_max_size = "ten megs"
 container_log_max_files = 1

@@ -45,6 +45,8 @@ var flagSpecs = []flagSpec{
 	{name: "max-pods", key: "max_pods", usage: "Number of pods that can run on this node."},
 	{name: "serialize-image-pulls", key: "serialize_image_pulls", usage: "Pull images one at a time."},
 	{name: "max-parallel-image-pulls", key: "max_parallel_image_pulls", usage: "Maximum number of image pulls in parallel when serialize-image-pulls is false; 0 means no limit."},
+	{name: "image-credential-provider-config", key: "image_credential_provider_config", usage: "Path to the credential provider plugin config file (CredentialProviderConfig)."},
+	{name: "image-credential-provider-bin-dir", key: "image_credential_provider_bin_dir", usage: "Path to the directory where credential provider plugin binaries are located."},
 	{name: "node-ip", key: "node_ip", usage: "IP address (or comma-separated dual-stack IP addresses) of the node."},
 	{name: "pod-cidr", key: "pod_cidr", usage: "The CIDR to use for pod IP addresses."},
 	{name: "log-level", key: "log_level", usage: "Log level: trace, debug, info, warn or error."},

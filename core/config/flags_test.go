@@ -28,6 +28,8 @@ func TestRegisterFlags(t *testing.T) {
 		{"max-pods", "int", "110"},
 		{"serialize-image-pulls", "bool", "true"},
 		{"max-parallel-image-pulls", "int", ""},
+		{"image-credential-provider-config", "string", ""},
+		{"image-credential-provider-bin-dir", "string", ""},
 		{"node-ip", "string", ""},
 		{"pod-cidr", "string", ""},
 		{"log-level", "string", "info"},

@@ -57,6 +57,13 @@ func (c *Config) validate() Errors {
 	v.atLeast("max_pods", c.MaxPods, 0)
 	v.atLeast("eviction_max_pods_per_cycle", c.EvictionMaxPodsPerCycle, 1)
 	v.atLeast("max_parallel_image_pulls", c.MaxParallelImagePulls, 0)
+	if c.SerializeImagePulls && c.MaxParallelImagePulls > 1 {
+		// The kubelet refuses it too, rather than ignore one of them.
+		v.fail("max_parallel_image_pulls", "cannot be larger than 1 unless serialize_image_pulls is false, got %d", c.MaxParallelImagePulls)
+	}
+	if c.ImageCredentialProviderConfig != "" && c.ImageCredentialProviderBinDir == "" {
+		v.fail("image_credential_provider_config", "needs image_credential_provider_bin_dir: the plugins it names are found there")
+	}
 	v.containerLogs()
 	if c.CNIBridgeConfig && c.PodCIDR == "" {
 		v.fail("cni_bridge_config", "needs pod_cidr: the bridge network's addresses come from it")
@@ -97,6 +104,8 @@ func (c *Config) validate() Errors {
 		{"container_logs_dir", c.ContainerLogsDir}, {"cni_conf_dir", c.CNIConfDir}, {"cert_dir", c.CertDir},
 		{"tls_cert_file", c.TLSCertFile}, {"tls_private_key_file", c.TLSPrivateKeyFile}, {"kubeconfig", c.Kubeconfig},
 		{"authentication.x509.client_ca_file", c.Authentication.X509.ClientCAFile},
+		{"image_credential_provider_config", c.ImageCredentialProviderConfig},
+		{"image_credential_provider_bin_dir", c.ImageCredentialProviderBinDir},
 	} {
 		if p.path != "" && v.set(p.key) {
 			v.absolutePath(p.key, p.path)

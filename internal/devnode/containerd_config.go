@@ -2,7 +2,12 @@ package devnode
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"text/template"
 )
 
@@ -19,6 +24,9 @@ type containerdConfig struct {
 	RuncRoot                 string
 	CNIBinDir, CNIConfDir    string
 	SandboxImage             string
+	// RegistryConfigPath is the CRI's registry config_path (a hosts.toml
+	// per registry host); "": none.
+	RegistryConfigPath string
 }
 
 // The configuration format of containerd 1.6 (version 2).
@@ -83,6 +91,11 @@ disabled_plugins = [
     bin_dir = {{q .CNIBinDir}}
     conf_dir = {{q .CNIConfDir}}
     max_conf_num = 1
+{{- if .RegistryConfigPath}}
+
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = {{q .RegistryConfigPath}}
+{{- end}}
 `))
 
 func (c containerdConfig) render() ([]byte, error) {
@@ -91,4 +104,33 @@ func (c containerdConfig) render() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// writeRegistryHosts writes containerd's hosts.toml for each registry host
+// in cas (host → CA file) under dir, and returns dir; with no registries it
+// writes nothing and returns "".
+func writeRegistryHosts(dir string, cas map[string]string) (string, error) {
+	if len(cas) == 0 {
+		return "", nil
+	}
+	hosts := make([]string, 0, len(cas))
+	for host := range cas {
+		hosts = append(hosts, host)
+	}
+	slices.Sort(hosts)
+	for _, host := range hosts {
+		ca := cas[host]
+		if host == "" || strings.ContainsAny(host, "/\\") || !filepath.IsAbs(ca) {
+			return "", fmt.Errorf("registry %q with CA %q: want a host[:port] and an absolute CA file", host, ca)
+		}
+		server := strconv.Quote("https://" + host)
+		toml := fmt.Sprintf("server = %s\n\n[host.%s]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = %s\n", server, server, strconv.Quote(ca))
+		if err := os.MkdirAll(filepath.Join(dir, host), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, host, "hosts.toml"), []byte(toml), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }

@@ -31,6 +31,11 @@ type Options struct {
 	Logger hclog.Logger
 	// Images are built and imported besides the pause and busybox images.
 	Images []Image
+	// RegistryCAs are registries containerd pulls from over TLS, by host
+	// (and port, "127.0.0.1:5000"), each with the CA certificate file it
+	// trusts for it: a hosts.toml per host under the node's own registry
+	// config_path. Other registries keep containerd's defaults.
+	RegistryCAs map[string]string
 }
 
 // Node is a private containerd with its own CNI network and images. Many
@@ -55,20 +60,22 @@ type Node struct {
 	// PauseImage is the sandbox image, TestImage the busybox image.
 	PauseImage, TestImage string
 
-	log        hclog.Logger
-	slot       slot
-	rootDir    string // containerd's root
-	stateDir   string // containerd's state
-	runcRoot   string
-	ipamDir    string
-	optDir     string
-	conn       *grpc.ClientConn
-	runtime    runtimeapi.RuntimeServiceClient
-	images     runtimeapi.ImageServiceClient
-	mu         sync.Mutex // guards the fields below
-	containerd process
-	kubelets   []*Kubelet
-	closed     bool
+	log      hclog.Logger
+	slot     slot
+	rootDir  string // containerd's root
+	stateDir string // containerd's state
+	runcRoot string
+	ipamDir  string
+	optDir   string
+	// registryCAs as Options.RegistryCAs.
+	registryCAs map[string]string
+	conn        *grpc.ClientConn
+	runtime     runtimeapi.RuntimeServiceClient
+	images      runtimeapi.ImageServiceClient
+	mu          sync.Mutex // guards the fields below
+	containerd  process
+	kubelets    []*Kubelet
+	closed      bool
 }
 
 // newNode lays out the paths of the node in slot s living in dir.
@@ -133,6 +140,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 		return nil, err
 	}
 	n := newNode(s, dir, log)
+	n.registryCAs = opts.RegistryCAs
 	defer func() {
 		if err != nil {
 			if cerr := n.Close(); cerr != nil {
@@ -195,15 +203,20 @@ func (n *Node) writeConfig() error {
 	if err := os.WriteFile(filepath.Join(n.CNIConfDir, "10-"+n.Network+".conflist"), conflist, 0o644); err != nil {
 		return err
 	}
+	registryDir, err := writeRegistryHosts(filepath.Join(n.Dir, "containerd", "certs.d"), n.registryCAs)
+	if err != nil {
+		return err
+	}
 	config, err := containerdConfig{
-		Root:         n.rootDir,
-		State:        n.stateDir,
-		Socket:       n.Socket,
-		Opt:          n.optDir,
-		RuncRoot:     n.runcRoot,
-		CNIBinDir:    n.CNIBinDir,
-		CNIConfDir:   n.CNIConfDir,
-		SandboxImage: n.PauseImage,
+		RegistryConfigPath: registryDir,
+		Root:               n.rootDir,
+		State:              n.stateDir,
+		Socket:             n.Socket,
+		Opt:                n.optDir,
+		RuncRoot:           n.runcRoot,
+		CNIBinDir:          n.CNIBinDir,
+		CNIConfDir:         n.CNIConfDir,
+		SandboxImage:       n.PauseImage,
 	}.render()
 	if err != nil {
 		return err
@@ -385,6 +398,13 @@ func (n *Node) importArchive(ctx context.Context, ref string, a archive) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// ImageLayout is img built as an OCI image layout tar (what ImportImage
+// imports), cached as every devnode image: for pushing it to a registry.
+func ImageLayout(img Image) (string, error) {
+	a, err := imageArchive(img)
+	return a.path, err
 }
 
 // RemoveImage removes an image through the CRI.

@@ -37,6 +37,10 @@ const (
 	BackOffPullImage        = "BackOff"
 )
 
+// FailedToRetrieveImagePullSecret is the pod event of pull secrets that
+// could not be read, spelled inline in upstream's kubelet_pods.go.
+const FailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
+
 // Node and kubelet event reasons.
 const (
 	NodeReady                            = "NodeReady"

@@ -2,6 +2,7 @@ package podruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,11 +10,15 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 
 	"github.com/microlet/microlet/core/cluster/events"
+	"github.com/microlet/microlet/core/pods/pullcreds"
 )
 
 // imageService is the part of the CRI client the puller uses.
@@ -22,13 +27,19 @@ type imageService interface {
 	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
 }
 
+// PullCredentials finds the credentials for pulling a pod's image
+// (pullcreds.Keyring): image is the repository without tag or digest.
+type PullCredentials interface {
+	Lookup(ctx context.Context, pod *v1.Pod, image string) pullcreds.Credentials
+}
+
 // imagePuller makes sure a container's image is present, as upstream's
-// image manager (pkg/kubelet/images): pull policies, a backoff per pod and
-// image after failed pulls, and a bound on concurrent pulls. Pull secrets
-// and credential providers do not exist on a node without an API server.
-// It records upstream's image events against the container.
+// image manager (pkg/kubelet/images): pull policies, credentials, a
+// backoff per pod and image after failed pulls, and a bound on concurrent
+// pulls. It records upstream's image events against the container.
 type imagePuller struct {
 	images  imageService
+	creds   PullCredentials
 	events  events.Recorder
 	backoff *backoff
 	// slots bounds concurrent pulls: capacity 1 serializes them.
@@ -42,9 +53,10 @@ type imagePuller struct {
 	lastErrors sync.Map
 }
 
-func newImagePuller(images imageService, recorder events.Recorder, maxParallel int, now func() time.Time, met *metrics, log hclog.Logger) *imagePuller {
+func newImagePuller(images imageService, creds PullCredentials, recorder events.Recorder, maxParallel int, now func() time.Time, met *metrics, log hclog.Logger) *imagePuller {
 	return &imagePuller{
 		images:  images,
+		creds:   creds,
 		events:  recorder,
 		backoff: newBackoff(imageBackOffPeriod, maxImageBackOff, now),
 		slots:   make(chan struct{}, max(1, maxParallel)),
@@ -103,8 +115,9 @@ func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	}
 	p.lastErrors.Delete(key)
 
+	auths := p.credentials(ctx, pod, image)
 	p.event(pod, c, v1.EventTypeNormal, events.PullingImage, fmt.Sprintf("Pulling image %q", c.Image))
-	pulled, err := p.pull(ctx, spec, sandboxConfig)
+	pulled, err := p.pull(ctx, spec, auths, sandboxConfig)
 	if err != nil {
 		p.event(pod, c, v1.EventTypeWarning, events.FailedToPullImage, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
 		p.backoff.next(key, p.now())
@@ -116,6 +129,33 @@ func (p *imagePuller) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		c.Image, pulled.pullDuration, pulled.duration, pulled.status.GetSize()))
 	p.backoff.gc()
 	return pulled.readyImage, nil
+}
+
+// credentials are the credentials to try for image, in order; none: pull
+// without. Pull secrets that cannot be read give upstream's
+// FailedToRetrieveImagePullSecret event on the pod, and the pull is tried
+// all the same.
+func (p *imagePuller) credentials(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig {
+	if p.creds == nil {
+		return nil
+	}
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil { // applyDefaultImageTag parsed it already
+		return nil
+	}
+	found := p.creds.Lookup(ctx, pod, named.Name())
+	if len(found.FailedSecrets) > 0 {
+		p.events.Eventf(pod, v1.EventTypeWarning, events.FailedToRetrieveImagePullSecret,
+			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(found.FailedSecrets, ", "))
+	}
+	for _, problem := range found.Problems {
+		p.log.Warn("image pull credentials", "pod", podFullName(pod), "image", image, "error", problem)
+	}
+	auths := make([]*runtimeapi.AuthConfig, len(found.Auths))
+	for i, a := range found.Auths {
+		auths[i] = &runtimeapi.AuthConfig{Username: a.Username, Password: a.Password}
+	}
+	return auths
 }
 
 // event records an image event against container c of pod.
@@ -130,9 +170,11 @@ type pulledImage struct {
 	pullDuration, duration time.Duration
 }
 
-// pull pulls an image once a pull slot is free, and records how long it
-// took (waiting included, as upstream).
-func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxConfig *runtimeapi.PodSandboxConfig) (pulledImage, error) {
+// pull pulls an image once a pull slot is free, with each credential in
+// turn until one works (without any when there are none), and records how
+// long it took (waiting included, as upstream). All failing, the error has
+// each attempt's, as upstream's aggregate.
+func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (pulledImage, error) {
 	start := time.Now()
 	select {
 	case p.slots <- struct{}{}:
@@ -140,7 +182,7 @@ func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, sand
 		return pulledImage{}, ctx.Err()
 	}
 	pullStart := time.Now()
-	ref, err := p.images.PullImage(ctx, spec, nil, sandboxConfig)
+	ref, err := p.pullWith(ctx, spec, auths, sandboxConfig)
 	<-p.slots
 	if err != nil {
 		return pulledImage{}, err
@@ -155,6 +197,41 @@ func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, sand
 	p.metrics.observeImagePull(size, elapsed)
 	p.log.Info("pulled image", "image", spec.UserSpecifiedImage, "ref", ref, "duration", pulled.duration, "size_bytes", size)
 	return pulled, nil
+}
+
+// pullWith is the CRI pull without credentials, or with each in turn.
+func (p *imagePuller) pullWith(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	if len(auths) == 0 {
+		ref, err := p.images.PullImage(ctx, spec, nil, sandboxConfig)
+		return ref, runtimePullError(err)
+	}
+	var errs []error
+	for _, auth := range auths {
+		ref, err := p.images.PullImage(ctx, spec, auth, sandboxConfig)
+		if err == nil {
+			return ref, nil
+		}
+		errs = append(errs, runtimePullError(err))
+	}
+	return "", utilerrors.NewAggregate(errs)
+}
+
+// runtimePullError is the runtime's own error of a failed pull, as
+// upstream's CRI client returns it ("rpc error: code = Unknown desc =
+// failed to pull and unpack image ...: 401 Unauthorized"), which users
+// see in the Failed event and the waiting message; a runtime that is down
+// or did not answer in time keeps the CRI client's explanation.
+func runtimePullError(err error) error {
+	var s interface{ GRPCStatus() *status.Status }
+	if err == nil || !errors.As(err, &s) {
+		return err
+	}
+	switch st := s.GRPCStatus(); st.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return err
+	default:
+		return st.Err()
+	}
 }
 
 // pullErrorReason is upstream's evalCRIPullErr: the message of a failed pull

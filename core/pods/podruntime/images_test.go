@@ -23,6 +23,10 @@ type fakeImages struct {
 	present map[string]*runtimeapi.Image
 	pullErr error
 	pulls   []string
+	// authErrs fail pulls with a credential of that username; auths are
+	// the usernames pulls had ("" without credentials).
+	authErrs map[string]error
+	auths    []string
 	// statuses counts ImageStatus calls.
 	statuses int
 	// block, when set, holds every pull until it is closed.
@@ -38,9 +42,14 @@ func (f *fakeImages) ImageStatus(_ context.Context, spec *runtimeapi.ImageSpec, 
 	return &runtimeapi.ImageStatusResponse{Image: f.present[spec.Image]}, nil
 }
 
-func (f *fakeImages) PullImage(_ context.Context, spec *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+func (f *fakeImages) PullImage(_ context.Context, spec *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	f.mu.Lock()
 	f.pulls = append(f.pulls, spec.Image)
+	f.auths = append(f.auths, auth.GetUsername())
+	if err := f.authErrs[auth.GetUsername()]; err != nil {
+		f.mu.Unlock()
+		return "", err
+	}
 	f.active++
 	f.maxSeen = max(f.maxSeen, f.active)
 	block := f.block
@@ -65,7 +74,7 @@ func newTestPuller(t *testing.T, images *fakeImages, maxParallel int, clock *fak
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newImagePuller(images, events.Nop, maxParallel, clock.Now, met, hclog.NewNullLogger())
+	return newImagePuller(images, nil, events.Nop, maxParallel, clock.Now, met, hclog.NewNullLogger())
 }
 
 func TestEnsureImagePolicies(t *testing.T) {

@@ -55,6 +55,8 @@ type Options struct {
 	// Services are the cluster's Services, for the service variables of
 	// containers' environments; nil on a standalone node: none.
 	Services ServiceLister
+	// PullCredentials finds image pull credentials; nil pulls without any.
+	PullCredentials PullCredentials
 	// MaxParallelImagePulls bounds concurrent pulls: 0 or 1 serializes them
 	// (the kubelet's serializeImagePulls default), n > 1 allows n at once.
 	MaxParallelImagePulls int
@@ -196,7 +198,7 @@ func newManager(opts Options) (*Manager, error) {
 		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable, opts.VolumeSources, opts.Events, opts.Clock),
 		metrics:   met,
 	}
-	m.images = newImagePuller(opts.CRI, opts.Events, opts.MaxParallelImagePulls, opts.Clock, met, log)
+	m.images = newImagePuller(opts.CRI, opts.PullCredentials, opts.Events, opts.MaxParallelImagePulls, opts.Clock, met, log)
 	m.hooks = newHookRunner(opts.CRI)
 	m.dns.checkResolvConfLimits()
 	return m, nil

@@ -44,6 +44,8 @@ type nodeOptions struct {
 	// Plugins and Images as in pressuree2e.Options.
 	Plugins []pressuree2e.Plugin
 	Images  []devnode.Image
+	// RegistryCAs as in pressuree2e.Options.
+	RegistryCAs map[string]string
 }
 
 // clusterNode is a microlet joined to the control plane.
@@ -110,7 +112,7 @@ func startNode(t testing.TB, opts nodeOptions) *clusterNode {
 	})
 	maps.Copy(settings, opts.Settings)
 	n.Node = pressuree2e.Start(t, pressuree2e.Options{NodeName: opts.Name, Settings: settings,
-		Plugins: opts.Plugins, Images: opts.Images})
+		Plugins: opts.Plugins, Images: opts.Images, RegistryCAs: opts.RegistryCAs})
 	return n
 }
 

@@ -46,6 +46,9 @@ type nodeOptions struct {
 	// microlet writes one for pod_cidr (cni_bridge_config), on the
 	// devnode's subnet so that parallel nodes never overlap.
 	bridgeNetwork bool
+	// registryCAs are registries the devnode's containerd trusts
+	// (devnode.Options.RegistryCAs).
+	registryCAs map[string]string
 }
 
 // testNode is a private containerd plus the real microlet process on it.
@@ -99,7 +102,7 @@ func startNode(t *testing.T, opts nodeOptions) *testNode {
 	if n.bridgeNetwork {
 		t.Cleanup(func() { removeBridgeNetwork(t) }) // after the devnode removed its pods
 	}
-	n.dev = devnode.StartT(t)
+	n.dev = devnode.StartT(t, devnode.Options{RegistryCAs: opts.registryCAs})
 	n.cri = n.dev.RuntimeClient()
 	if n.bridgeNetwork {
 		files, err := filepath.Glob(filepath.Join(n.dev.CNIConfDir, "*.conflist"))

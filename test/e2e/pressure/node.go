@@ -67,6 +67,9 @@ type Options struct {
 	Settings map[string]string
 	// Images are imported into the node's containerd before the core starts.
 	Images []devnode.Image
+	// RegistryCAs as devnode.Options.RegistryCAs: registries the node's
+	// containerd trusts.
+	RegistryCAs map[string]string
 }
 
 // DefaultPlugins are the plugins a node runs unless a test says otherwise.
@@ -118,7 +121,7 @@ func Start(t testing.TB, opts Options) *Node {
 	n.PushSocket = filepath.Join(n.Dir, "pods.sock")
 
 	n.CgroupRoot = devnode.CgroupT(t, "microlet-pressure")
-	n.Dev = devnode.StartT(t)
+	n.Dev = devnode.StartT(t, devnode.Options{RegistryCAs: opts.RegistryCAs})
 	n.CRI = n.Dev.RuntimeClient()
 	for _, img := range opts.Images {
 		ctx, cancel := context.WithTimeout(context.Background(), WaitTimeout)
