@@ -128,7 +128,11 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 	if err := a.newPressure(p, reg); err != nil {
 		return nil, err
 	}
-	admitters := []syncloop.Admitter{p.eviction}
+	security, err := newSecurityAdmitter(cfg.AllowedUnsafeSysctls, p.poller)
+	if err != nil {
+		return nil, err
+	}
+	admitters := []syncloop.Admitter{p.eviction, security}
 	if p.api != nil {
 		admitters = append(admitters, p.api.admitter)
 	}
@@ -141,6 +145,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		PodLogsDir:            cfg.PodLogsDir,
 		ContainerLogsDir:      cfg.ContainerLogsDir,
 		DNS:                   podruntime.DNSConfig{ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf},
+		SeccompDefault:        cfg.SeccompDefault,
 		Resources:             p.cgroups,
 		ContainerOptions:      p.devices,
 		NodeAllocatable:       p.cgroups.Allocatable,

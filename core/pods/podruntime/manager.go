@@ -38,6 +38,9 @@ type Options struct {
 	ContainerLogsDir string
 	// DNS is the cluster DNS configuration pods get.
 	DNS DNSConfig
+	// SeccompDefault gives containers that name no seccomp profile the
+	// runtime's default instead of Unconfined (the kubelet's seccompDefault).
+	SeccompDefault bool
 	// Resources decides pods' cgroup parent and container resources; nil:
 	// no cgroup parent and no resource settings.
 	Resources ResourcePlanner
