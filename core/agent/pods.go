@@ -28,6 +28,7 @@ import (
 	"github.com/microlet/microlet/core/pods/podconfig"
 	"github.com/microlet/microlet/core/pods/podruntime"
 	"github.com/microlet/microlet/core/pods/podsource"
+	"github.com/microlet/microlet/core/pods/resize"
 	"github.com/microlet/microlet/core/pods/status"
 	"github.com/microlet/microlet/core/pods/syncloop"
 	"github.com/microlet/microlet/core/runtime/cri"
@@ -137,6 +138,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		admitters = append(admitters, p.api.admitter)
 	}
 
+	resizes := resize.New()
 	p.runtime, err = podruntime.New(podruntime.Options{
 		CRI:                   client,
 		NodeName:              cfg.NodeName,
@@ -147,6 +149,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		DNS:                   podruntime.DNSConfig{ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf},
 		SeccompDefault:        cfg.SeccompDefault,
 		Resources:             p.cgroups,
+		Resizes:               resizes,
 		ContainerOptions:      p.devices,
 		NodeAllocatable:       p.cgroups.Allocatable,
 		VolumeSources:         c.volumeSources(),
@@ -173,7 +176,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 
 	reasons := status.NewReasonCache()
 	p.statuses = status.NewManager(a.log.Named("status"), nil)
-	generator := &status.Generator{RuntimeName: v.GetRuntimeName(), NodeIPs: nodeIPs, Reasons: reasons}
+	generator := &status.Generator{RuntimeName: v.GetRuntimeName(), NodeIPs: nodeIPs, Reasons: reasons, Resizes: resizes}
 	loopOpts := syncloop.Options{
 		Config:       p.config,
 		Runtime:      p.runtime,
@@ -184,7 +187,9 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		Generator:    generator,
 		Health:       p.health,
 		Admitters:    append(admitters, cgroupAdmitter{p.cgroups}, p.devices), // devices last: it allocates
-		Releasers:    []syncloop.Releaser{cgroupReleaser{p.cgroups}, p.devices},
+		Releasers:    []syncloop.Releaser{cgroupReleaser{p.cgroups}, p.devices, resizes},
+		Resizes:      resizes,
+		Allocatable:  p.cgroups.Allocatable,
 		OnActivePods: p.onActivePods,
 		MaxPods:      cfg.MaxPods,
 

@@ -100,7 +100,9 @@ func TestSecurityContext(t *testing.T) {
 		s.Containers[0].Image = namedUserImage
 		s.SecurityContext.RunAsNonRoot = ptr.To(true)
 	})
-	create("unsafe-sysctl", func(s *v1.PodSpec) { s.SecurityContext.Sysctls = []v1.Sysctl{{Name: "kernel.sem", Value: "250 32000 32 128"}} })
+	create("unsafe-sysctl", func(s *v1.PodSpec) {
+		s.SecurityContext.Sysctls = []v1.Sysctl{{Name: "kernel.sem", Value: "250 32000 32 128"}}
+	})
 	create("userns", func(s *v1.PodSpec) { s.HostUsers = ptr.To(false) })
 	create("apparmor", func(s *v1.PodSpec) {
 		container(s).AppArmorProfile = &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}
