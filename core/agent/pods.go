@@ -138,7 +138,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		admitters = append(admitters, p.api.admitter)
 	}
 
-	resizes := resize.New()
+	resizes := resize.New(a.recorder)
 	p.runtime, err = podruntime.New(podruntime.Options{
 		CRI:                   client,
 		NodeName:              cfg.NodeName,

@@ -2,10 +2,13 @@ package resize
 
 import (
 	"context"
+	"encoding/json"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/microlet/microlet/core/cluster/events"
 )
 
 // Name names the Manager as a releaser of terminated pods.
@@ -105,13 +108,38 @@ func (m *Manager) Conditions(pod *v1.Pod, running func(name string) bool) []v1.P
 		now := metav1.NewTime(m.now())
 		st.inProgress = &v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, ObservedGeneration: pod.Generation,
 			LastProbeTime: now, LastTransitionTime: now}
-	case !inProgress:
+	case !inProgress && st.inProgress != nil:
 		st.inProgress = nil
+		m.events.Event(pod, v1.EventTypeNormal, events.ResizeCompleted, completionMessage(pod))
 	}
 	if st.inProgress != nil {
 		out = append(out, *st.inProgress)
 	}
 	return out
+}
+
+// completionMessage is upstream's podResizeCompletionMsg: every
+// container's allocated resources as JSON.
+func completionMessage(pod *v1.Pod) string {
+	type allocation struct {
+		Name      string                  `json:"name"`
+		Resources v1.ResourceRequirements `json:"resources,omitempty"`
+	}
+	var summary struct {
+		InitContainers []allocation `json:"initContainers,omitempty"`
+		Containers     []allocation `json:"containers,omitempty"`
+	}
+	for _, c := range pod.Spec.InitContainers {
+		summary.InitContainers = append(summary.InitContainers, allocation{c.Name, c.Resources})
+	}
+	for _, c := range pod.Spec.Containers {
+		summary.Containers = append(summary.Containers, allocation{c.Name, c.Resources})
+	}
+	b, err := json.Marshal(summary)
+	if err != nil {
+		return "Pod resize completed"
+	}
+	return "Pod resize completed: " + string(b)
 }
 
 // sameCPUAndMemory compares what a resize changes: cpu and memory requests

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/resource"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/pods/status"
 )
 
@@ -45,13 +46,17 @@ type podState struct {
 
 // Manager keeps every admitted pod's allocation.
 type Manager struct {
-	mu   sync.Mutex
-	pods map[types.UID]*podState
-	now  func() time.Time
+	mu     sync.Mutex
+	pods   map[types.UID]*podState
+	now    func() time.Time
+	events events.Recorder
 }
 
-// New makes an empty Manager.
-func New() *Manager { return &Manager{pods: map[types.UID]*podState{}, now: time.Now} }
+// New makes an empty Manager; recorder (nil: none) gets the kubelet's
+// ResizeCompleted events.
+func New(recorder events.Recorder) *Manager {
+	return &Manager{pods: map[types.UID]*podState{}, now: time.Now, events: events.OrNop(recorder)}
+}
 
 // Resizable reports whether a container can be resized in place: regular
 // containers and sidecars (upstream's IsResizableContainer).

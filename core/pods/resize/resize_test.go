@@ -7,6 +7,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/microlet/microlet/core/cluster/events/eventstest"
 )
 
 func pod(cpu, mem string) *v1.Pod {
@@ -33,7 +36,8 @@ func conditionTypes(cs []v1.PodCondition) map[v1.PodConditionType]v1.PodConditio
 func running(string) bool { return true }
 
 func TestResizeThatFits(t *testing.T) {
-	m := New()
+	rec := record.NewFakeRecorder(10)
+	m := New(rec)
 	old := pod("100m", "64Mi")
 	m.Admitted(old)
 	m.SetActuated(old.UID, "app", old.Spec.Containers[0].Resources)
@@ -62,6 +66,10 @@ func TestResizeThatFits(t *testing.T) {
 	if cs := m.Conditions(resized, running); len(cs) != 0 {
 		t.Errorf("conditions once actuated: %v", cs)
 	}
+	want := `Normal ResizeCompleted Pod resize completed: {"containers":[{"name":"app","resources":{"limits":{"cpu":"200m","memory":"128Mi"},"requests":{"cpu":"200m","memory":"128Mi"}}}]}`
+	if got := eventstest.Drain(rec); len(got) != 1 || got[0] != want {
+		t.Errorf("events %q, want %q", got, want)
+	}
 	if res, _ := m.ContainerResources(resized, &resized.Spec.Containers[0], true); !res.Limits.Memory().Equal(resource.MustParse("128Mi")) {
 		t.Errorf("status resources %v, want the new ones", res)
 	}
@@ -87,7 +95,7 @@ func TestResizePending(t *testing.T) {
 		}(), fits: fits(true, ""), reason: ReasonInfeasible, detail: "In-place resize of static-pods is not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := New()
+			m := New(nil)
 			old := pod("100m", "64Mi")
 			old.Annotations = tc.resized.Annotations
 			m.Admitted(old)
@@ -121,7 +129,7 @@ func TestResizePending(t *testing.T) {
 }
 
 func TestPendingTransitionTimeKeptWhileReasonStays(t *testing.T) {
-	m := New()
+	m := New(nil)
 	clock := time.Unix(1000, 0)
 	m.now = func() time.Time { return clock }
 	old := pod("100m", "64Mi")
@@ -137,7 +145,7 @@ func TestPendingTransitionTimeKeptWhileReasonStays(t *testing.T) {
 }
 
 func TestNotRunningContainersAreNotInProgress(t *testing.T) {
-	m := New()
+	m := New(nil)
 	old := pod("100m", "64Mi")
 	m.Admitted(old)
 	m.Resize(pod("200m", "64Mi"), allocatable, fits(true, ""))

@@ -26,7 +26,8 @@ import (
 // with no resize condition left; one asking for more cpu than the node has
 // is PodResizePending / Infeasible with upstream's message and changes
 // nothing; one that does not fit next to another pod is Deferred, and done
-// once that pod is deleted; a memory change with resizePolicy
+// once that pod is deleted; the kubelet's ResizeCompleted event says what
+// the pod got; a memory change with resizePolicy
 // RestartContainer restarts the container with its new limit.
 func TestInPlaceResize(t *testing.T) {
 	t.Parallel()
@@ -104,6 +105,12 @@ func TestInPlaceResize(t *testing.T) {
 			podCgroup := path.Dir(containerCgroup(t, n, p.UID, "memory"))
 			if got := readCgroupFile(t, "memory", podCgroup, "memory.limit_in_bytes"); got != "134217728" {
 				t.Errorf("pod cgroup %s memory.limit_in_bytes %s, want 134217728", podCgroup, got)
+			}
+			waitForReasons(t, n, "the resize's event", podEvents(t, p), "ResizeCompleted")
+			for _, e := range podEvents(t, p)() {
+				if e.Reason == "ResizeCompleted" && !strings.HasPrefix(e.Message, `Pod resize completed: {"containers":[{"name":"app","resources":{"limits":{"cpu":"400m","memory":"128Mi"}`) {
+					t.Errorf("ResizeCompleted %q", e.Message)
+				}
 			}
 		})
 		t.Run("infeasible", func(t *testing.T) {
