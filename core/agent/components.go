@@ -12,6 +12,7 @@ import (
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/pods/secadmit"
 	"github.com/microlet/microlet/core/pods/syncloop"
+	"github.com/microlet/microlet/core/pods/sysctls"
 	"github.com/microlet/microlet/core/runtime/cri"
 )
 
@@ -94,7 +95,7 @@ func probeUpdates(ctx context.Context, m *probes.Manager) <-chan types.UID {
 // there too, as in the kubelet), AppArmor against the host, and runtime
 // features against the runtime's last status.
 func newSecurityAdmitter(allowedUnsafe []string, poller *cri.StatusPoller) (*secadmit.Admitter, error) {
-	allowlist, err := secadmit.NewAllowlist(append(secadmit.SafeSysctls(secadmit.KernelRelease()), allowedUnsafe...))
+	allowlist, err := sysctls.NewAllowlist(append(sysctls.Safe(sysctls.KernelRelease()), allowedUnsafe...))
 	if err != nil {
 		return nil, fmt.Errorf("allowed_unsafe_sysctls: %w", err)
 	}

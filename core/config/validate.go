@@ -18,6 +18,7 @@ import (
 
 	"github.com/microlet/microlet/core/logging"
 	"github.com/microlet/microlet/core/pluginhost"
+	"github.com/microlet/microlet/core/pods/sysctls"
 	"github.com/microlet/microlet/core/runtime/logrotation"
 )
 
@@ -57,6 +58,9 @@ func (c *Config) validate() Errors {
 	v.atLeast("max_pods", c.MaxPods, 0)
 	v.atLeast("eviction_max_pods_per_cycle", c.EvictionMaxPodsPerCycle, 1)
 	v.atLeast("max_parallel_image_pulls", c.MaxParallelImagePulls, 0)
+	if _, err := sysctls.NewAllowlist(c.AllowedUnsafeSysctls); err != nil {
+		v.fail("allowed_unsafe_sysctls", "%v", err)
+	}
 	v.containerLogs()
 	if c.CNIBridgeConfig && c.PodCIDR == "" {
 		v.fail("cni_bridge_config", "needs pod_cidr: the bridge network's addresses come from it")

@@ -13,8 +13,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/microlet/microlet/core/pods/syncloop"
+	"github.com/microlet/microlet/core/pods/sysctls"
 	"github.com/microlet/microlet/core/runtime/cri"
 )
+
+// ReasonSysctlForbidden is the kubelet's reason for a pod refused for its
+// sysctls (pkg/kubelet/sysctl.ForbiddenReason).
+const ReasonSysctlForbidden = "SysctlForbidden"
 
 // Reasons of refusals that have no kubelet admission reason: upstream
 // fails the sandbox's creation for them (CreatePodSandboxConfigError,
@@ -39,7 +44,7 @@ type Runtime interface {
 
 // Admitter runs the checks as a syncloop admitter.
 type Admitter struct {
-	Sysctls *Allowlist
+	Sysctls *sysctls.Allowlist
 	// AppArmor is whether the host enforces AppArmor (AppArmorEnabled).
 	AppArmor bool
 	Runtime  Runtime
@@ -54,8 +59,8 @@ func (a *Admitter) Name() string { return "security" }
 // kubelet's order of admit handlers. Until the runtime's status is known
 // a pod that needs a runtime feature waits.
 func (a *Admitter) Admit(_ context.Context, pod *v1.Pod, _ []*v1.Pod) syncloop.Admission {
-	if v := a.Sysctls.Check(pod); v.Reason != "" {
-		return refuse(v)
+	if err := a.Sysctls.Check(pod); err != nil {
+		return refuse(Verdict{Reason: ReasonSysctlForbidden, Message: err.Error()})
 	}
 	if v := CheckAppArmor(pod, a.AppArmor); v.Reason != "" {
 		return refuse(v)

@@ -3,7 +3,6 @@ package secadmit
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/microlet/microlet/core/pods/sysctls"
 	"github.com/microlet/microlet/core/runtime/cri"
 )
 
@@ -26,61 +26,6 @@ func withSysctls(names ...string) func(*v1.Pod) {
 		p.Spec.SecurityContext = &v1.PodSecurityContext{}
 		for _, n := range names {
 			p.Spec.SecurityContext.Sysctls = append(p.Spec.SecurityContext.Sysctls, v1.Sysctl{Name: n, Value: "1"})
-		}
-	}
-}
-
-func TestSafeSysctlsFollowTheKernel(t *testing.T) {
-	old, cur, unknown := SafeSysctls("4.4.0"), SafeSysctls("6.1.0-18-amd64"), SafeSysctls("")
-	if len(cur) != len(safeSysctls) {
-		t.Errorf("6.1 has %d safe sysctls, want all %d", len(cur), len(safeSysctls))
-	}
-	if slices.Contains(old, "net.ipv4.tcp_keepalive_time") || !slices.Contains(old, "net.ipv4.ip_local_reserved_ports") {
-		t.Errorf("4.4 safe sysctls %v: tcp_keepalive_time is namespaced from 4.5, ip_local_reserved_ports from 3.16", old)
-	}
-	if len(unknown) != 5 {
-		t.Errorf("unknown kernel: %v, want the five every kernel namespaces", unknown)
-	}
-}
-
-func TestAllowlist(t *testing.T) {
-	w, err := NewAllowlist(append(SafeSysctls("6.1"), "kernel.msg*", "net.core.somaxconn"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name, msg string
-		pod       *v1.Pod
-	}{
-		{name: "no sysctls", pod: pod(func(*v1.Pod) {})},
-		{name: "safe", pod: pod(withSysctls("kernel.shm_rmid_forced", "net/ipv4/tcp_syncookies"))},
-		{name: "allowed unsafe by prefix and name", pod: pod(withSysctls("kernel.msgmax", "net.core.somaxconn"))},
-		{name: "unsafe", pod: pod(withSysctls("kernel.shm_rmid_forced", "kernel.sem")), msg: `forbidden sysctl: "kernel.sem" not allowlisted`},
-		{name: "slashes are normalised", pod: pod(withSysctls("net/ipv4/conf/eth0/forwarding")), msg: `forbidden sysctl: "net.ipv4.conf.eth0.forwarding" not allowlisted`},
-		{name: "net sysctl with host network", pod: pod(func(p *v1.Pod) { withSysctls("net.core.somaxconn")(p); p.Spec.HostNetwork = true }),
-			msg: `forbidden sysctl: "net.core.somaxconn" not allowed with host Net enabled`},
-		{name: "ipc sysctl with host IPC", pod: pod(func(p *v1.Pod) { withSysctls("kernel.msgmax")(p); p.Spec.HostIPC = true }),
-			msg: `forbidden sysctl: "kernel.msgmax" not allowed with host IPC enabled`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v := w.Check(tc.pod)
-			if tc.msg == "" {
-				if v.Reason != "" {
-					t.Fatalf("refused: %v", v)
-				}
-				return
-			}
-			if v.Reason != ReasonSysctlForbidden || v.Message != tc.msg {
-				t.Errorf("verdict %+v, want %s %q", v, ReasonSysctlForbidden, tc.msg)
-			}
-		})
-	}
-}
-
-func TestNewAllowlistRefusesBadPatterns(t *testing.T) {
-	for _, p := range []string{"Kernel.X", "kernel.*.x", "vm.swappiness", "fs.*"} {
-		if _, err := NewAllowlist([]string{p}); err == nil {
-			t.Errorf("%q accepted", p)
 		}
 	}
 }
@@ -126,7 +71,7 @@ type fakeRuntime struct{ health cri.RuntimeHealth }
 func (f fakeRuntime) Health() (cri.RuntimeHealth, <-chan struct{}) { return f.health, nil }
 
 func TestAdmitterRuntimeFeatures(t *testing.T) {
-	w, err := NewAllowlist(SafeSysctls("6.1"))
+	w, err := sysctls.NewAllowlist(sysctls.Safe("6.1"))
 	if err != nil {
 		t.Fatal(err)
 	}

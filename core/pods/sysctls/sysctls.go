@@ -1,4 +1,7 @@
-package secadmit
+// Package sysctls is the kubelet's sysctl allowlist (pkg/kubelet/sysctl):
+// the safe sysctls a kernel namespaces and allowed_unsafe_sysctls, checked
+// against a pod's. The config check and the security admitter share it.
+package sysctls
 
 import (
 	"fmt"
@@ -10,10 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 )
-
-// ReasonSysctlForbidden is the kubelet's reason for a pod refused for its
-// sysctls (pkg/kubelet/sysctl.ForbiddenReason).
-const ReasonSysctlForbidden = "SysctlForbidden"
 
 // safeSysctls are upstream's safe sysctls (pkg/kubelet/sysctl), each with
 // the first kernel that namespaces it; "" means every kernel does.
@@ -32,10 +31,10 @@ var safeSysctls = []struct{ name, kernel string }{
 	{"net.ipv4.tcp_wmem", "4.15"},
 }
 
-// SafeSysctls are the safe sysctls the kernel (its release, as in
+// Safe are the safe sysctls the kernel (its release, as in
 // /proc/sys/kernel/osrelease) namespaces; a kernel that cannot be read
 // gets only those every kernel namespaces, as upstream.
-func SafeSysctls(kernelRelease string) []string {
+func Safe(kernelRelease string) []string {
 	kernel, _ := version.ParseGeneric(kernelRelease)
 	var out []string
 	for _, s := range safeSysctls {
@@ -110,17 +109,18 @@ func (w *Allowlist) validate(sysctl string, hostNet, hostIPC bool) error {
 	return nil
 }
 
-// Check refuses a pod with a sysctl the allowlist does not hold, or one
-// in a namespace the pod shares with the host; the message is upstream's.
-func (w *Allowlist) Check(pod *v1.Pod) Verdict {
+// Check says why a pod may not have its sysctls: one the allowlist does
+// not hold, or one in a namespace the pod shares with the host; the
+// message is upstream's. Nil when it may.
+func (w *Allowlist) Check(pod *v1.Pod) error {
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
-		return Verdict{}
+		return nil
 	}
 	for _, s := range psc.Sysctls {
 		if err := w.validate(s.Name, pod.Spec.HostNetwork, pod.Spec.HostIPC); err != nil {
-			return Verdict{Reason: ReasonSysctlForbidden, Message: fmt.Sprintf("forbidden sysctl: %v", err)}
+			return fmt.Errorf("forbidden sysctl: %v", err)
 		}
 	}
-	return Verdict{}
+	return nil
 }
