@@ -81,7 +81,8 @@ func (m *Manager) ClearError(uid types.UID) {
 // manager reports them: PodResizePending while a resize is Infeasible or
 // Deferred; PodResizeInProgress while a running resizable container's
 // actuated cpu or memory differs from its allocation (running says which
-// containers run). A resize found complete is forgotten.
+// containers run). A resize found complete is forgotten, with the
+// kubelet's ResizeCompleted event.
 func (m *Manager) Conditions(pod *v1.Pod, running func(name string) bool) []v1.PodCondition {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -99,7 +100,11 @@ func (m *Manager) Conditions(pod *v1.Pod, running func(name string) bool) []v1.P
 		if !known || !running(c.Name) {
 			return
 		}
-		if act, ok := st.actuated[c.Name]; !ok || !sameCPUAndMemory(alloc, act) {
+		// Unknown after a restart of the core: the runtime manager updates
+		// it in place, idempotently; that is a resize in progress only if
+		// one was accepted since.
+		act, ok := st.actuated[c.Name]
+		if ok && !sameCPUAndMemory(alloc, act) || !ok && st.inProgress != nil {
 			inProgress = true
 		}
 	})

@@ -160,3 +160,25 @@ func TestSidecarsAreResizableInitContainersNot(t *testing.T) {
 		t.Error("sidecars and regular containers are resizable, plain init containers are not")
 	}
 }
+
+func TestUnknownActuationAfterARestart(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	m := New(rec)
+	p := pod("100m", "64Mi")
+	m.Admitted(p) // the core restarted: nothing actuated is known
+	if cs := m.Conditions(p, running); len(cs) != 0 {
+		t.Errorf("conditions %v: an unknown actuation alone is no resize", cs)
+	}
+	resized := pod("200m", "64Mi")
+	m.Resize(resized, allocatable, fits(true, ""))
+	if _, ok := conditionTypes(m.Conditions(resized, running))[v1.PodResizeInProgress]; !ok {
+		t.Error("an accepted resize not yet actuated is in progress")
+	}
+	m.SetActuated(resized.UID, "app", resized.Spec.Containers[0].Resources)
+	if cs := m.Conditions(resized, running); len(cs) != 0 {
+		t.Errorf("conditions once actuated: %v", cs)
+	}
+	if got := eventstest.Drain(rec); len(got) != 1 {
+		t.Errorf("events %q, want one ResizeCompleted", got)
+	}
+}
