@@ -77,6 +77,12 @@ cluster_dns = []
 cluster_domain = ""
 # Host resolver file pods with dnsPolicy Default inherit; empty disables.
 resolv_conf = "/etc/resolv.conf"
+# Sysctls pods may set beyond the safe set, names or prefixes ending in "*" ("kernel.msg*");
+# a pod asking for any other is refused (SysctlForbidden). Flag --allowed-unsafe-sysctls.
+allowed_unsafe_sysctls = []
+# Containers that name no seccomp profile run under the runtime's default rather than Unconfined.
+# Flag --seccomp-default.
+seccomp_default = false
 # Unix socket of the HTTP pod push source. Empty: <root_dir>/pods.sock.
 pod_push_socket = ""
 # Address of the healthz endpoint.

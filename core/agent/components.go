@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -9,7 +10,10 @@ import (
 	"github.com/microlet/microlet/core/kinds/cgroup"
 	"github.com/microlet/microlet/core/kinds/probes"
 	"github.com/microlet/microlet/core/pluginhost"
+	"github.com/microlet/microlet/core/pods/secadmit"
 	"github.com/microlet/microlet/core/pods/syncloop"
+	"github.com/microlet/microlet/core/pods/sysctls"
+	"github.com/microlet/microlet/core/runtime/cri"
 )
 
 // The adapters here connect the core's components to each other without
@@ -84,4 +88,16 @@ func probeUpdates(ctx context.Context, m *probes.Manager) <-chan types.UID {
 		}
 	}()
 	return out
+}
+
+// newSecurityAdmitter checks pods' sysctls against the safe ones this
+// kernel namespaces and allowed_unsafe_sysctls (safe ones may be listed
+// there too, as in the kubelet), AppArmor against the host, and runtime
+// features against the runtime's last status.
+func newSecurityAdmitter(allowedUnsafe []string, poller *cri.StatusPoller) (*secadmit.Admitter, error) {
+	allowlist, err := sysctls.NewAllowlist(append(sysctls.Safe(sysctls.KernelRelease()), allowedUnsafe...))
+	if err != nil {
+		return nil, fmt.Errorf("allowed_unsafe_sysctls: %w", err)
+	}
+	return &secadmit.Admitter{Sysctls: allowlist, AppArmor: secadmit.AppArmorEnabled(), Runtime: poller}, nil
 }

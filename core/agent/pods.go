@@ -28,6 +28,7 @@ import (
 	"github.com/microlet/microlet/core/pods/podconfig"
 	"github.com/microlet/microlet/core/pods/podruntime"
 	"github.com/microlet/microlet/core/pods/podsource"
+	"github.com/microlet/microlet/core/pods/resize"
 	"github.com/microlet/microlet/core/pods/status"
 	"github.com/microlet/microlet/core/pods/syncloop"
 	"github.com/microlet/microlet/core/runtime/cri"
@@ -128,7 +129,11 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 	if err := a.newPressure(p, reg); err != nil {
 		return nil, err
 	}
-	admitters := []syncloop.Admitter{p.eviction}
+	security, err := newSecurityAdmitter(cfg.AllowedUnsafeSysctls, p.poller)
+	if err != nil {
+		return nil, err
+	}
+	admitters := []syncloop.Admitter{p.eviction, security}
 	if p.api != nil {
 		admitters = append(admitters, p.api.admitter)
 	}
@@ -138,6 +143,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 	if err != nil {
 		return nil, err
 	}
+	resizes := resize.New(a.recorder)
 	p.runtime, err = podruntime.New(podruntime.Options{
 		CRI:                   client,
 		NodeName:              cfg.NodeName,
@@ -146,7 +152,9 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		PodLogsDir:            cfg.PodLogsDir,
 		ContainerLogsDir:      cfg.ContainerLogsDir,
 		DNS:                   podruntime.DNSConfig{ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf},
+		SeccompDefault:        cfg.SeccompDefault,
 		Resources:             p.cgroups,
+		Resizes:               resizes,
 		ContainerOptions:      p.devices,
 		NodeAllocatable:       p.cgroups.Allocatable,
 		VolumeSources:         volumeSources,
@@ -175,7 +183,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 
 	reasons := status.NewReasonCache()
 	p.statuses = status.NewManager(a.log.Named("status"), nil)
-	generator := &status.Generator{RuntimeName: v.GetRuntimeName(), NodeIPs: nodeIPs, Reasons: reasons}
+	generator := &status.Generator{RuntimeName: v.GetRuntimeName(), NodeIPs: nodeIPs, Reasons: reasons, Resizes: resizes}
 	loopOpts := syncloop.Options{
 		Config:       p.config,
 		Runtime:      p.runtime,
@@ -186,7 +194,9 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		Generator:    generator,
 		Health:       p.health,
 		Admitters:    append(admitters, cgroupAdmitter{p.cgroups}, p.devices), // devices last: it allocates
-		Releasers:    []syncloop.Releaser{cgroupReleaser{p.cgroups}, p.devices},
+		Releasers:    []syncloop.Releaser{cgroupReleaser{p.cgroups}, p.devices, resizes},
+		Resizes:      resizes,
+		Allocatable:  p.cgroups.Allocatable,
 		OnActivePods: p.onActivePods,
 		MaxPods:      cfg.MaxPods,
 

@@ -68,6 +68,12 @@ type Config struct {
 	ClusterDNS    []string `config:"cluster_dns"`
 	ClusterDomain string   `config:"cluster_domain"`
 	ResolvConf    string   `config:"resolv_conf"`
+	// AllowedUnsafeSysctls are sysctls (names or prefixes ending in "*")
+	// pods may set beyond the safe ones, as the kubelet's field.
+	AllowedUnsafeSysctls []string `config:"allowed_unsafe_sysctls"`
+	// SeccompDefault runs containers without a seccomp profile under the
+	// runtime's default instead of Unconfined, as the kubelet's field.
+	SeccompDefault bool `config:"seccomp_default"`
 	// PodPushSocket is the unix socket of the HTTP push pod source; after
 	// Load, <root_dir>/pods.sock unless set.
 	PodPushSocket      string `config:"pod_push_socket"`
@@ -286,6 +292,7 @@ func Defaults() *Config {
 		CNIBinDirs:                  []string{"/opt/cni/bin", "/usr/lib/cni"},
 		ClusterDNS:                  []string{},
 		ResolvConf:                  "/etc/resolv.conf",
+		AllowedUnsafeSysctls:        []string{},
 		HealthzBindAddress:          "127.0.0.1",
 		HealthzPort:                 10248,
 		Address:                     "0.0.0.0",

@@ -234,6 +234,14 @@ container_log_max_workers = 0
 			},
 		},
 		{
+			// The agent's sysctl allowlist refuses it at start: so does validate.
+			name: "an unsafe sysctl that is not namespaced",
+			src:  sources{main: "allowed_unsafe_sysctls = [\"kernel.msg*\", \"vm.swappiness\"]\n"},
+			want: []string{
+				`{main}:1: allowed_unsafe_sysctls: the sysctls "vm.swappiness" are not known to be namespaced`,
+			},
+		},
+		{
 			name: "validation of the node API",
 			src: sources{main: `port = 10248
 read_only_port = 70000

@@ -56,6 +56,8 @@ func TestRegisterFlags(t *testing.T) {
 		{"register-node", "bool", "true"},
 		{"node-labels", "mapStringString", ""},
 		{"register-with-taints", "strings", ""},
+		{"allowed-unsafe-sysctls", "strings", ""},
+		{"seccomp-default", "bool", ""},
 		{"node-status-update-frequency", "duration", "10s"},
 		{"client-ca-file", "string", ""},
 		{"authentication-token-webhook", "bool", "true"},

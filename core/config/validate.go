@@ -18,6 +18,7 @@ import (
 
 	"github.com/microlet/microlet/core/logging"
 	"github.com/microlet/microlet/core/pluginhost"
+	"github.com/microlet/microlet/core/pods/sysctls"
 	"github.com/microlet/microlet/core/runtime/logrotation"
 )
 
@@ -63,6 +64,9 @@ func (c *Config) validate() Errors {
 	}
 	if c.ImageCredentialProviderConfig != "" && c.ImageCredentialProviderBinDir == "" {
 		v.fail("image_credential_provider_config", "needs image_credential_provider_bin_dir: the plugins it names are found there")
+	}
+	if _, err := sysctls.NewAllowlist(c.AllowedUnsafeSysctls); err != nil {
+		v.fail("allowed_unsafe_sysctls", "%v", err)
 	}
 	v.containerLogs()
 	if c.CNIBridgeConfig && c.PodCIDR == "" {

@@ -59,6 +59,7 @@ const (
 	SandboxChanged                       = "SandboxChanged"
 	FailedCreatePodSandBox               = "FailedCreatePodSandBox"
 	FailedStatusPodSandBox               = "FailedPodSandBoxStatus"
+	ResizeCompleted                      = "ResizeCompleted"
 )
 
 // Node pressure condition event reasons, spelled inline in upstream's

@@ -17,6 +17,7 @@ const (
 	killReasonUnknownState      killReason = "Unknown"
 	killReasonDefinitionChanged killReason = "DefinitionChanged"
 	killReasonNotInSpec         killReason = "NotInSpec"
+	killReasonResize            killReason = "ResizeRestart"
 )
 
 // containerToKill is a running container instance that must be stopped.
@@ -98,7 +99,7 @@ func sandboxChanged(pod *v1.Pod, status *container.PodStatus) (bool, uint32, str
 }
 
 // computePodActions decides what SyncPod does, as upstream's function of the
-// same name (without in-place resize).
+// same name (in-place resize is computeResizeActions').
 func computePodActions(pod *v1.Pod, status *container.PodStatus, probes ProbeResults) podActions {
 	if probes == nil {
 		probes = noProbes{}

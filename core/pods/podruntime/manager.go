@@ -38,9 +38,16 @@ type Options struct {
 	ContainerLogsDir string
 	// DNS is the cluster DNS configuration pods get.
 	DNS DNSConfig
+	// SeccompDefault gives containers that name no seccomp profile the
+	// runtime's default instead of Unconfined (the kubelet's seccompDefault).
+	SeccompDefault bool
 	// Resources decides pods' cgroup parent and container resources; nil:
-	// no cgroup parent and no resource settings.
+	// no cgroup parent and no resource settings. One that is also a
+	// PodResizer resizes running pods in place.
 	Resources ResourcePlanner
+	// Resizes records what running containers were given, for in-place
+	// resize; nil: running containers are never resized.
+	Resizes ResizeTracker
 	// ContainerOptions adds device allocations to containers; nil: none.
 	ContainerOptions ContainerOptionsProvider
 	// NodeAllocatable is what pods may use on the node, for resourceFieldRef

@@ -15,6 +15,7 @@ const (
 	ActionKillPodSandbox   = "KillPodSandbox"
 	ActionStartContainer   = "StartContainer"
 	ActionKillContainer    = "KillContainer"
+	ActionResizePodInPlace = "ResizePodInPlace"
 	// ActionMountVolumes is microlet's: upstream mounts volumes before its
 	// runtime sync, outside the sync result.
 	ActionMountVolumes = "MountVolumes"
@@ -41,6 +42,7 @@ const (
 	ReasonCreatePodSandboxError      = "CreatePodSandboxError"
 	ReasonConfigPodSandboxError      = "ConfigPodSandboxError"
 	ReasonKillPodSandboxError        = "KillPodSandboxError"
+	ReasonResizePodInPlaceError      = "ResizePodInPlaceError"
 	// ReasonFailedMount is the kubelet's event reason for a volume it
 	// cannot set up.
 	ReasonFailedMount = events.FailedMountVolume
@@ -64,6 +66,7 @@ var (
 	ErrCreatePodSandbox      = errors.New(ReasonCreatePodSandboxError)
 	ErrConfigPodSandbox      = errors.New(ReasonConfigPodSandboxError)
 	ErrKillPodSandbox        = errors.New(ReasonKillPodSandboxError)
+	ErrResizePodInPlace      = errors.New(ReasonResizePodInPlaceError)
 	ErrFailedMount           = errors.New(ReasonFailedMount)
 )
 

@@ -64,6 +64,9 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32, plan *ResourcePlan)
 		}
 		linux.SecurityContext.SelinuxOptions = runtimeSELinuxOptions(psc.SELinuxOptions)
 	}
+	if linux.SecurityContext.SupplementalGroupsPolicy, err = supplementalGroupsPolicy(pod); err != nil {
+		return nil, err
+	}
 	if plan != nil {
 		linux.CgroupParent = plan.CgroupParent
 		linux.Resources = plan.Sandbox

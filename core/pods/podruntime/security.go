@@ -1,10 +1,13 @@
 package podruntime
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -91,14 +94,18 @@ type imageUser struct {
 }
 
 // containerSecurityContext is the runtime security context of a container
-// (upstream's determineEffectiveSecurityContext without AppArmor and user
-// namespaces).
+// (upstream's determineEffectiveSecurityContext; user namespaces are
+// refused at admission, see core/pods/secadmit).
 func (m *Manager) containerSecurityContext(pod *v1.Pod, c *v1.Container, user imageUser) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	sc := effectiveSecurityContext(pod, c)
 	if err := verifyRunAsNonRoot(pod, c, sc, user); err != nil {
 		return nil, err
 	}
-	seccomp, err := m.seccompProfile(sc.SeccompProfile, false)
+	seccomp, err := m.seccompProfile(sc.SeccompProfile, m.opts.SeccompDefault)
+	if err != nil {
+		return nil, err
+	}
+	apparmor, apparmorName, err := appArmorProfile(pod, c)
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +120,10 @@ func (m *Manager) containerSecurityContext(pod *v1.Pod, c *v1.Container, user im
 		NoNewPrivs:    sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation,
 		MaskedPaths:   []string{},
 		ReadonlyPaths: []string{},
+		Apparmor:      apparmor,
+		// Runtimes older than CRI 1.30 (containerd 1.6) read only the
+		// deprecated string, which upstream still sends beside it.
+		ApparmorProfile: apparmorName,
 	}
 	if sc.ProcMount == nil || *sc.ProcMount != v1.UnmaskedProcMount {
 		out.MaskedPaths = defaultMaskedPaths()
@@ -130,6 +141,9 @@ func (m *Manager) containerSecurityContext(pod *v1.Pod, c *v1.Container, user im
 		out.RunAsGroup = &runtimeapi.Int64Value{Value: *sc.RunAsGroup}
 	}
 	out.SupplementalGroups = supplementalGroups(pod)
+	if out.SupplementalGroupsPolicy, err = supplementalGroupsPolicy(pod); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -148,14 +162,17 @@ func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, sc *v1.SecurityContext, us
 		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", user.username, podFullName(pod), c.Name)
 	case user.uid != nil && *user.uid == 0:
 		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podFullName(pod), c.Name)
+	case user.uid != nil && (*user.uid < 0 || *user.uid > math.MaxInt32):
+		return fmt.Errorf("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)): must be between 0 and %d, inclusive (pod: %q, container: %s)",
+			*user.uid, math.MaxInt32, math.MaxInt32, podFullName(pod), c.Name)
 	}
 	return nil
 }
 
 // seccompProfile is upstream's fieldSeccompProfile: the profile the API
 // names, Localhost ones under <RootDir>/seccomp; unset is Unconfined for
-// containers (the kubelet's seccompDefault is off by default) and
-// RuntimeDefault for sandboxes.
+// containers unless seccomp_default is on, and RuntimeDefault for
+// sandboxes.
 func (m *Manager) seccompProfile(p *v1.SeccompProfile, fallbackToRuntimeDefault bool) (*runtimeapi.SecurityProfile, error) {
 	switch {
 	case p == nil && fallbackToRuntimeDefault, p != nil && p.Type == v1.SeccompProfileTypeRuntimeDefault:
@@ -193,6 +210,66 @@ func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 		ns.Pid = runtimeapi.NamespaceMode_POD
 	}
 	return ns
+}
+
+// supplementalGroupsPolicy is the pod's policy in the runtime's terms;
+// Strict reaches here only if the runtime said it supports it (admission).
+func supplementalGroupsPolicy(pod *v1.Pod) (runtimeapi.SupplementalGroupsPolicy, error) {
+	psc := pod.Spec.SecurityContext
+	if psc == nil || psc.SupplementalGroupsPolicy == nil {
+		return runtimeapi.SupplementalGroupsPolicy_Merge, nil
+	}
+	v, ok := runtimeapi.SupplementalGroupsPolicy_value[string(*psc.SupplementalGroupsPolicy)]
+	if !ok {
+		return 0, fmt.Errorf("unsupported supplementalGroupsPolicy: %s", *psc.SupplementalGroupsPolicy)
+	}
+	return runtimeapi.SupplementalGroupsPolicy(v), nil
+}
+
+// AppArmorProfile is the container's AppArmor profile (upstream's
+// apparmor.GetProfile): its own field, then the deprecated per-container
+// annotation, then the pod's field; nil if none.
+func AppArmorProfile(pod *v1.Pod, c *v1.Container) *v1.AppArmorProfile {
+	if c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil {
+		return c.SecurityContext.AppArmorProfile
+	}
+	if val, ok := pod.Annotations[v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+c.Name]; ok {
+		switch {
+		case val == v1.DeprecatedAppArmorBetaProfileRuntimeDefault:
+			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}
+		case val == v1.DeprecatedAppArmorBetaProfileNameUnconfined:
+			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeUnconfined}
+		case strings.HasPrefix(val, v1.DeprecatedAppArmorBetaProfileNamePrefix):
+			name := strings.TrimPrefix(val, v1.DeprecatedAppArmorBetaProfileNamePrefix)
+			return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
+		}
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil && psc.AppArmorProfile != nil {
+		return psc.AppArmorProfile
+	}
+	return nil
+}
+
+// appArmorProfile is the container's profile for the runtime, in the CRI
+// field and the deprecated string (upstream's getAppArmorProfile).
+func appArmorProfile(pod *v1.Pod, c *v1.Container) (*runtimeapi.SecurityProfile, string, error) {
+	p := AppArmorProfile(pod, c)
+	if p == nil {
+		return nil, "", nil
+	}
+	switch p.Type {
+	case v1.AppArmorProfileTypeRuntimeDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, v1.DeprecatedAppArmorBetaProfileRuntimeDefault, nil
+	case v1.AppArmorProfileTypeUnconfined:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, v1.DeprecatedAppArmorBetaProfileNameUnconfined, nil
+	case v1.AppArmorProfileTypeLocalhost:
+		if p.LocalhostProfile == nil {
+			return nil, "", errors.New("missing localhost apparmor profile name")
+		}
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: *p.LocalhostProfile},
+			v1.DeprecatedAppArmorBetaProfileNamePrefix + *p.LocalhostProfile, nil
+	}
+	return nil, "", fmt.Errorf("unknown apparmor profile type: %q", p.Type)
 }
 
 // supplementalGroups are the pod's fsGroup and supplementalGroups.

@@ -76,6 +76,32 @@ func TestContainerSecurityContext(t *testing.T) {
 		}, user: imageUser{uid: &nobody}, wantErr: "container's runAsUser breaks non-root policy"},
 		{name: "runAsNonRoot with a named image user", pod: func(p *v1.Pod) { p.Spec.SecurityContext.RunAsNonRoot = ptr(true) },
 			user: imageUser{username: "app"}, wantErr: "image has non-numeric user (app)"},
+		{name: "runAsNonRoot with an image user out of range", pod: func(p *v1.Pod) { p.Spec.SecurityContext.RunAsNonRoot = ptr(true) },
+			user: imageUser{uid: ptr(int64(1) << 40)}, wantErr: "image has an invalid user id (1099511627776). (Must be 1-(2147483647))"},
+		{name: "AppArmor in the field and the deprecated string", pod: func(p *v1.Pod) {
+			p.Spec.SecurityContext.AppArmorProfile = &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr("k8s-deny")}
+		}, user: imageUser{uid: &root}, check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
+			want := &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "k8s-deny"}
+			if diff := cmp.Diff(want, sc.Apparmor, protocmp.Transform()); diff != "" || sc.ApparmorProfile != "localhost/k8s-deny" {
+				t.Errorf("apparmor %q (-want +got):\n%s", sc.ApparmorProfile, diff)
+			}
+		}},
+		{name: "AppArmor from the container's annotation", pod: func(p *v1.Pod) {
+			p.Annotations = map[string]string{v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix + p.Spec.Containers[0].Name: "runtime/default"}
+			p.Spec.SecurityContext.AppArmorProfile = &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeUnconfined}
+		}, user: imageUser{uid: &root}, check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
+			if sc.Apparmor.GetProfileType() != runtimeapi.SecurityProfile_RuntimeDefault || sc.ApparmorProfile != "runtime/default" {
+				t.Errorf("apparmor %v %q, want the annotation's RuntimeDefault", sc.Apparmor, sc.ApparmorProfile)
+			}
+		}},
+		{name: "supplementalGroupsPolicy", pod: func(p *v1.Pod) {
+			p.Spec.SecurityContext.SupplementalGroupsPolicy = ptr(v1.SupplementalGroupsPolicyStrict)
+			p.Spec.SecurityContext.SupplementalGroups = []int64{3000, 3001}
+		}, user: imageUser{uid: &root}, check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
+			if sc.SupplementalGroupsPolicy != runtimeapi.SupplementalGroupsPolicy_Strict || !cmp.Equal(sc.SupplementalGroups, []int64{3000, 3001}) {
+				t.Errorf("groups %v policy %v", sc.SupplementalGroups, sc.SupplementalGroupsPolicy)
+			}
+		}},
 		{name: "runAsNonRoot satisfied by the image", pod: func(p *v1.Pod) { p.Spec.SecurityContext.RunAsNonRoot = ptr(true) },
 			user: imageUser{uid: &nobody}, check: func(t *testing.T, sc *runtimeapi.LinuxContainerSecurityContext) {
 				if sc.RunAsUser.GetValue() != nobody {
@@ -97,5 +123,29 @@ func TestContainerSecurityContext(t *testing.T) {
 			}
 			tc.check(t, sc)
 		})
+	}
+}
+
+func TestSeccompDefault(t *testing.T) {
+	m := newTestManager(t)
+	root := int64(0)
+	for _, tc := range []struct {
+		seccompDefault bool
+		profile        *v1.SeccompProfile
+		want           runtimeapi.SecurityProfile_ProfileType
+	}{
+		{false, nil, runtimeapi.SecurityProfile_Unconfined},
+		{true, nil, runtimeapi.SecurityProfile_RuntimeDefault},
+		{true, &v1.SeccompProfile{Type: v1.SeccompProfileTypeUnconfined}, runtimeapi.SecurityProfile_Unconfined},
+	} {
+		m.opts.SeccompDefault = tc.seccompDefault
+		pod := testPod(func(p *v1.Pod) { p.Spec.SecurityContext.SeccompProfile = tc.profile })
+		sc, err := m.containerSecurityContext(pod, &pod.Spec.Containers[0], imageUser{uid: &root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.Seccomp.GetProfileType(); got != tc.want {
+			t.Errorf("seccomp_default %t, profile %v: %v, want %v", tc.seccompDefault, tc.profile, got, tc.want)
+		}
 	}
 }

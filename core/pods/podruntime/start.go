@@ -76,6 +76,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, status *conta
 		return failed(ErrRunContainer, id, runtimeMessage(err))
 	}
 	m.containerEvent(pod, c, id, v1.EventTypeNormal, events.StartedContainer, "Started container "+c.Name)
+	m.setActuated(pod, c)
 	m.log.Info("started container", "pod", podFullName(pod), "container", c.Name, "container_id", id, "restart_count", restartCount)
 	m.linkContainerLog(sandbox.config, config, id)
 

@@ -34,6 +34,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		status = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	actions := computePodActions(pod, status, probes)
+	resizes := computeResizeActions(pod, status, m.opts.Resizes, &actions)
 	m.log.Debug("computed pod actions", "pod", podFullName(pod), "kill_pod", actions.KillPod, "create_sandbox", actions.CreateSandbox,
 		"attempt", actions.Attempt, "init_containers_to_start", actions.InitContainersToStart,
 		"containers_to_start", actions.ContainersToStart, "containers_to_kill", len(actions.ContainersToKill))
@@ -75,6 +76,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		m.removeInitContainers(ctx, pod, status, 1)
 	}
 
+	m.resizeInPlace(ctx, pod, resizes, result)
 	if !actions.CreateSandbox && len(actions.InitContainersToStart) == 0 && len(actions.ContainersToStart) == 0 &&
 		len(actions.EphemeralContainersToStart) == 0 {
 		return result

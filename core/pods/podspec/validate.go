@@ -34,6 +34,7 @@ func validatePodSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, volumeErrs...)
 	errs = append(errs, validateContainers(spec, volumes, path)...)
 	errs = append(errs, validateHostPorts(spec, path)...)
+	errs = append(errs, validateSecurityContexts(spec, path)...)
 	if len(spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(path.Child("ephemeralContainers"), "cannot be set on create"))
 	}

@@ -152,9 +152,12 @@ func (g *Generator) containerStatuses(pod *v1.Pod, runtime *container.PodStatus,
 		}
 		s := g.convertInstance(cs, old)
 		if spec := podContainerSpec(pod, cs.Name); spec != nil {
-			// No in-place resize here: the status shows what the spec asks.
-			s.Resources = spec.Resources.DeepCopy()
-			s.AllocatedResources = spec.Resources.Requests
+			if g.Resizes != nil {
+				s.Resources, s.AllocatedResources = g.Resizes.ContainerResources(pod, spec, seen[cs.Name] == 0 && cs.State == container.StateRunning)
+			} else {
+				s.Resources = spec.Resources.DeepCopy()
+				s.AllocatedResources = spec.Resources.Requests
+			}
 		}
 		if seen[cs.Name] == 0 {
 			statuses[cs.Name] = s

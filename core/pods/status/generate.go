@@ -33,6 +33,20 @@ type Generator struct {
 	// sync handlers (active deadline): the phase becomes Failed with the
 	// reason and message it returns.
 	ShouldEvict func(pod *v1.Pod) (evict bool, reason, message string)
+	// Resizes gives containers' resources as allocated and actuated, and
+	// the in-place resize conditions; nil: the spec's resources, no
+	// resize conditions.
+	Resizes ResizeStatus
+}
+
+// ResizeStatus is what the in-place resize record says of a pod.
+type ResizeStatus interface {
+	// Conditions are PodResizePending and PodResizeInProgress when they
+	// hold; running says whether a container's newest instance runs.
+	Conditions(pod *v1.Pod, running func(name string) bool) []v1.PodCondition
+	// ContainerResources are a container's status resources and allocated
+	// resources.
+	ContainerResources(pod *v1.Pod, c *v1.Container, running bool) (*v1.ResourceRequirements, v1.ResourceList)
 }
 
 // PodStatus generates the pod's API status from what the runtime reports
@@ -103,6 +117,12 @@ func (g *Generator) PodStatus(pod *v1.Pod, runtime *container.PodStatus, old v1.
 		containersReadyCondition(pod, all, s.Phase),
 		condition(pod, v1.PodScheduled, v1.ConditionTrue, "", ""),
 	)
+	if g.Resizes != nil && !isTerminalPhase(s.Phase) {
+		s.Conditions = append(s.Conditions, g.Resizes.Conditions(pod, func(name string) bool {
+			c := runtime.Container(name)
+			return c != nil && c.State == container.StateRunning
+		})...)
+	}
 
 	g.setHostIPs(pod, &s)
 	return s

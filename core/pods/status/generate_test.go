@@ -314,3 +314,45 @@ func TestWithoutAProberContainersCountAsHavingNoProbes(t *testing.T) {
 		t.Errorf("pod conditions %v; want Ready", conditionSummary(s))
 	}
 }
+
+// fakeResizes reports a resize in progress for running containers and
+// resources it makes up.
+type fakeResizes struct{ running []string }
+
+func (f *fakeResizes) Conditions(pod *v1.Pod, running func(string) bool) []v1.PodCondition {
+	for _, c := range pod.Spec.Containers {
+		if running(c.Name) {
+			f.running = append(f.running, c.Name)
+		}
+	}
+	return []v1.PodCondition{{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue}}
+}
+
+func (f *fakeResizes) ContainerResources(_ *v1.Pod, c *v1.Container, running bool) (*v1.ResourceRequirements, v1.ResourceList) {
+	cpu := "1"
+	if running {
+		cpu = "2"
+	}
+	l := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+	return &v1.ResourceRequirements{Limits: l}, v1.ResourceList{v1.ResourceCPU: resource.MustParse("3")}
+}
+
+func TestResizeStatus(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, nil, "app", "done")
+	runtime := runtimeStatus([]string{"10.1.0.5"},
+		instance("c-app", "app", container.StateRunning, 5),
+		instance("c-done", "done", container.StateExited, 5),
+	)
+	resizes := &fakeResizes{}
+	g := &Generator{RuntimeName: "containerd", NodeIPs: []string{"192.168.1.10"}, Resizes: resizes}
+	s := g.PodStatus(pod, runtime, v1.PodStatus{}, false)
+	if conditionSummary(s)[v1.PodResizeInProgress] != v1.ConditionTrue || !slices.Equal(resizes.running, []string{"app"}) {
+		t.Errorf("conditions %v, running %v; want PodResizeInProgress, only app running", conditionSummary(s), resizes.running)
+	}
+	for _, c := range s.ContainerStatuses {
+		want := map[string]string{"app": "2", "done": "1"}[c.Name]
+		if c.Resources == nil || !c.Resources.Limits.Cpu().Equal(resource.MustParse(want)) || !c.AllocatedResources.Cpu().Equal(resource.MustParse("3")) {
+			t.Errorf("%s: resources %v allocated %v; want cpu %s and 3", c.Name, c.Resources, c.AllocatedResources, want)
+		}
+	}
+}

@@ -36,6 +36,7 @@ func (l *Loop) housekeeping(ctx context.Context) {
 	for _, pod := range l.pending.all() {
 		l.admitAndStart(ctx, pod)
 	}
+	l.retryDeferredResizes(ctx)
 	desired := l.desired.all() // the loop's own: it cannot change meanwhile
 	admitted := l.admittedPods("")
 	l.counts.recordPods(desired, l.activeOf(admitted))

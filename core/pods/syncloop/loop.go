@@ -22,6 +22,7 @@ import (
 	"github.com/microlet/microlet/core/pods/podconfig"
 	"github.com/microlet/microlet/core/pods/podruntime"
 	"github.com/microlet/microlet/core/pods/podworkers"
+	"github.com/microlet/microlet/core/pods/resize"
 	"github.com/microlet/microlet/core/pods/status"
 	"github.com/microlet/microlet/core/runtime/container"
 )
@@ -88,6 +89,12 @@ type Options struct {
 	SyncFrequency time.Duration
 	Logger        hclog.Logger
 	Registerer    prometheus.Registerer
+	// Resizes keeps pods' allocated resources for in-place resize; nil:
+	// pods run as their spec says and resizes are not decided.
+	Resizes *resize.Manager
+	// Allocatable is the node's allocatable resources, the bound of a
+	// resize; nil: not checked.
+	Allocatable func() v1.ResourceList
 	// Recorder records the kubelet's pod events of admission (a refusal's
 	// reason, OutOfcpu say), syncing and terminating (NetworkNotReady,
 	// FailedKillPod, ExceededGracePeriod); nil records none.
@@ -249,6 +256,7 @@ func (l *Loop) handleUpdate(ctx context.Context, update podconfig.PodUpdate) {
 				l.pending.set(pod)
 				continue
 			}
+			l.resize(ctx, pod)
 			l.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.Update, Pod: pod, StartTime: time.Now()})
 		}
 	case podconfig.OpRemove:
@@ -261,6 +269,7 @@ func (l *Loop) handleUpdate(ctx context.Context, update podconfig.PodUpdate) {
 			}
 			l.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.Kill, Pod: pod, StartTime: time.Now()})
 		}
+		l.retryDeferredResizes(ctx)
 	}
 }
 
@@ -281,6 +290,9 @@ func (l *Loop) admitAndStart(ctx context.Context, pod *v1.Pod) {
 	switch {
 	case verdict.Admit:
 		l.pending.remove(pod.UID)
+		if l.opts.Resizes != nil {
+			l.opts.Resizes.Admitted(pod)
+		}
 		l.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.Create, Pod: pod, StartTime: time.Now()})
 	case verdict.Retry:
 		if _, already := l.pending.get(pod.UID); !already {
@@ -307,7 +319,7 @@ func (l *Loop) admittedPods(except types.UID) []*v1.Pod {
 		if _, waiting := l.pending.get(p.UID); waiting {
 			continue
 		}
-		out = append(out, p)
+		out = append(out, l.allocated(p))
 	}
 	return out
 }

@@ -20,6 +20,7 @@ var _ podworkers.Syncer = (*Loop)(nil)
 // SyncPod brings a running pod's status and containers in line with its
 // spec. It reports isTerminal once the pod's phase is Succeeded or Failed.
 func (l *Loop) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod *v1.Pod, rs *container.PodStatus) (bool, error) {
+	pod = l.allocated(pod)
 	apiStatus := l.opts.Generator.PodStatus(pod, rs, l.previousStatus(pod), false)
 	l.opts.Statuses.SetPodStatus(pod, apiStatus)
 	if apiStatus.Phase == v1.PodSucceeded || apiStatus.Phase == v1.PodFailed {

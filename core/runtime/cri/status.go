@@ -38,6 +38,30 @@ type RuntimeHealth struct {
 	Err error
 	// CheckedAt is when the last poll ended; zero before the first.
 	CheckedAt time.Time
+	// Handlers and Features are what the runtime said it supports at the
+	// last successful poll (nil from a runtime older than CRI 1.30, such
+	// as containerd 1.6: it supports neither user namespaces nor
+	// supplementalGroupsPolicy).
+	Handlers []*runtimeapi.RuntimeHandler
+	Features *runtimeapi.RuntimeFeatures
+}
+
+// SupportsUserNamespaces reports whether the runtime handler runs pods in
+// user namespaces, as the kubelet's HandlerSupportsUserNamespaces: a
+// runtime that lists no handlers does not.
+func (h RuntimeHealth) SupportsUserNamespaces(handler string) bool {
+	for _, rh := range h.Handlers {
+		if rh.GetName() == handler {
+			return rh.GetFeatures().GetUserNamespaces()
+		}
+	}
+	return false
+}
+
+// SupportsSupplementalGroupsPolicy reports whether the runtime honours a
+// pod's supplementalGroupsPolicy (the Node's status.features).
+func (h RuntimeHealth) SupportsSupplementalGroupsPolicy() bool {
+	return h.Features.GetSupplementalGroupsPolicy()
 }
 
 // RuntimeErr says why pods cannot run at all, in the kubelet's words, or
@@ -124,6 +148,7 @@ func (p *StatusPoller) poll(ctx context.Context) {
 	if err == nil {
 		next.RuntimeReady = findCondition(resp, runtimeapi.RuntimeReady)
 		next.NetworkReady = findCondition(resp, runtimeapi.NetworkReady)
+		next.Handlers, next.Features = resp.GetRuntimeHandlers(), resp.GetFeatures()
 	}
 	if next.sameAs(p.health) {
 		p.health = next
