@@ -98,12 +98,12 @@ func TestAPIServerOutage(t *testing.T) {
 
 	// The outage, with the node's attempts to reach the API server
 	// counted.
+	logBefore := len(n.Log())
+	cpuBefore := agentCPU(t, n)
 	if err := c.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
-	logBefore := len(n.Log())
-	cpuBefore := agentCPU(t, n)
 	dials := countDials(t, strings.TrimPrefix(c.URL, "https://"))
 	writeFile(t, filepath.Join(ctl, "go"), "")
 	n.Eventually("the pod 'exits' exited and 'restarts' restarted, on the runtime", func() (bool, string) {
