@@ -23,6 +23,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/procfs"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -48,7 +49,9 @@ const (
 )
 
 // samples are an agent's per-pod latencies of one size, every run pooled.
-type samples struct{ start, gone []time.Duration }
+// agentCPU and machineCPU are, per start of a batch, the CPU time the
+// agent's processes and the whole machine used.
+type samples struct{ start, gone, agentCPU, machineCPU []time.Duration }
 
 // idle is an agent's idle figures with idlePods pods.
 type idle struct {
@@ -79,14 +82,19 @@ func BenchmarkCluster(b *testing.B) {
 			}
 			for _, a := range order {
 				bt := newBatch(b, client, fmt.Sprintf("%s-%d-%d", a.name, size, run), a.node, size)
+				before := cpuNow(b, a)
 				bt.create(b)
+				started := cpuNow(b, a)
 				bt.remove(b)
 				s := lat[a.name][size]
+				s.agentCPU = append(s.agentCPU, started.agent-before.agent)
+				s.machineCPU = append(s.machineCPU, started.machine-before.machine)
 				s.start = append(s.start, bt.latencies(bt.created, bt.running)...)
 				s.gone = append(s.gone, bt.latencies(bt.deleted, bt.gone)...)
-				b.Logf("%s, %d pods, run %d: startup p50 %v p99 %v, deletion p50 %v p99 %v", a.name, size, run,
+				b.Logf("%s, %d pods, run %d: startup p50 %v p99 %v, deletion p50 %v p99 %v; the start took %v CPU of the agent, %v of the machine", a.name, size, run,
 					percentile(s.start[len(s.start)-size:], 50), percentile(s.start[len(s.start)-size:], 99),
-					percentile(s.gone[len(s.gone)-size:], 50), percentile(s.gone[len(s.gone)-size:], 99))
+					percentile(s.gone[len(s.gone)-size:], 50), percentile(s.gone[len(s.gone)-size:], 99),
+					s.agentCPU[len(s.agentCPU)-1], s.machineCPU[len(s.machineCPU)-1])
 			}
 		}
 	}
@@ -158,6 +166,8 @@ func report(b *testing.B, agents []*agent, lat map[string]map[int]*samples, idle
 		} {
 			fmt.Fprintf(w, "%s\t%.2fs\t%.2fs\t%.2f\t%s\n", row.what, row.a.Seconds(), row.b.Seconds(), row.a.Seconds()/row.b.Seconds(), row.target)
 		}
+		fmt.Fprintf(w, "agent CPU per start, %d pods\t%.2fs\t%.2fs\t%.2f\t\n", size, sum(lm.agentCPU).Seconds()/float64(runs), sum(lk.agentCPU).Seconds()/float64(runs), sum(lm.agentCPU).Seconds()/sum(lk.agentCPU).Seconds())
+		fmt.Fprintf(w, "machine CPU per start, %d pods\t%.2fs\t%.2fs\t%.2f\t\n", size, sum(lm.machineCPU).Seconds()/float64(runs), sum(lk.machineCPU).Seconds()/float64(runs), sum(lm.machineCPU).Seconds()/sum(lk.machineCPU).Seconds())
 		b.ReportMetric(percentile(lm.start, 99).Seconds()/percentile(lk.start, 99).Seconds(), fmt.Sprintf("p99-startup-%d-ratio", size))
 	}
 	im, ik := idles[m], idles[k]
@@ -215,4 +225,34 @@ func waitNodeReady(b *testing.B, client kubernetes.Interface, name string) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// cpu is CPU time used so far: the agent's processes', the machine's
+// (every CPU's time not idle or waiting for I/O).
+type cpu struct{ agent, machine time.Duration }
+
+func cpuNow(b *testing.B, a *agent) cpu {
+	u, err := readUsage(a.processes())
+	if err != nil {
+		b.Fatalf("%s: %v", a.name, err)
+	}
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	t := st.CPUTotal
+	busy := t.User + t.Nice + t.System + t.IRQ + t.SoftIRQ + t.Steal
+	return cpu{agent: u.cpu, machine: time.Duration(busy * float64(time.Second))}
+}
+
+func sum(ds []time.Duration) time.Duration {
+	var total time.Duration
+	for _, d := range ds {
+		total += d
+	}
+	return total
 }
