@@ -84,6 +84,9 @@ type Cluster struct {
 
 	adminConfig *rest.Config
 	files       pkiFiles
+	// api is the kube-apiserver daemon, which StopAPIServer and
+	// StartAPIServer replace.
+	api *daemon
 	// The daemons in the order they start; Close stops them in reverse.
 	daemons []*daemon
 }
@@ -181,6 +184,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	c.api = api
 	admin, err := c.ClientCert("devcluster-admin", "system:masters")
 	if err != nil {
 		return nil, err

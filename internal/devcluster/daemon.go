@@ -25,8 +25,10 @@ type daemon struct {
 	exited  chan struct{}
 }
 
+// A daemon started again (StartAPIServer) appends to the log of the one
+// before.
 func startDaemon(logPath, bin string, args ...string) (*daemon, error) {
-	log, err := os.Create(logPath)
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}

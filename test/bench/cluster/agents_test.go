@@ -1,0 +1,140 @@
+//go:build e2e
+
+package clusterbench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/microlet/microlet/internal/devcluster"
+	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/e2e"
+	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
+)
+
+// agent is a node agent joined to the benchmark's control plane, on a
+// containerd of its own.
+type agent struct {
+	// name is the agent's ("microlet", "kubelet"), node its Node's.
+	name, node string
+	// processes are the agent's processes: microlet's core and plugins,
+	// the kubelet.
+	processes func() []int
+}
+
+// user is the API server's name for the agent's client.
+func (a *agent) user() string { return "system:node:" + a.node }
+
+// startMicrolet joins microlet, with its default plugins, as node name:
+// a kubeconfig for the client certificate TLS bootstrap would issue, its
+// node API on a loopback port (the end-to-end cluster suite's setup).
+func startMicrolet(b *testing.B, c *devcluster.Cluster, name string) *agent {
+	kubeconfig, err := c.NodeKubeconfig(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	port, err := e2e.FreePort()
+	if err != nil {
+		b.Fatal(err)
+	}
+	settings := map[string]string{
+		"kubeconfig":     quote(kubeconfig),
+		"cert_dir":       quote(filepath.Join(b.TempDir(), "pki")),
+		"address":        `"127.0.0.1"`,
+		"node_ip":        `"127.0.0.1"`,
+		"port":           fmt.Sprint(port),
+		"authentication": fmt.Sprintf(`{ x509 = { client_ca_file = %s } }`, quote(c.CAFile())),
+	}
+	// As the kubelet's below, its binaries start out of the page cache.
+	bins, err := filepath.Glob(filepath.Join(pressuree2e.BinDir, "microlet*"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := devnode.DropFromPageCache(bins...); err != nil {
+		b.Fatal(err)
+	}
+	n := pressuree2e.Start(b, pressuree2e.Options{NodeName: name, Settings: settings})
+	return &agent{name: "microlet", node: name, processes: func() []int {
+		pids := []int{n.CorePID()}
+		for pid := range n.PluginProcesses() {
+			pids = append(pids, pid)
+		}
+		return pids
+	}}
+}
+
+// startKubelet joins the upstream kubelet (devnode.StartKubelet, its
+// defaults but for what a devnode needs) as node name, with the same kind
+// of kubeconfig and address as microlet's.
+func startKubelet(b *testing.B, c *devcluster.Cluster, name string) *agent {
+	kubeconfig, err := c.NodeKubeconfig(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := devnode.StartT(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	tools, err := devnode.KubeToolsDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	binary := filepath.Join(tools, "kubelet")
+	if err := devnode.DropFromPageCache(binary); err != nil {
+		b.Fatal(err)
+	}
+	k, err := devnode.StartKubelet(ctx, n, devnode.KubeletOptions{
+		Binary: binary,
+		Args:   []string{"--kubeconfig=" + kubeconfig, "--hostname-override=" + name, "--node-ip=127.0.0.1"},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := k.Close(); err != nil {
+			b.Errorf("kubelet: %v", err)
+		}
+	})
+	b.Logf("kubelet: pid %d, log %s", k.PID, k.LogPath)
+	return &agent{name: "kubelet", node: name, processes: func() []int { return []int{k.PID} }}
+}
+
+// usage is what an agent's processes use.
+type usage struct {
+	pssKB int64
+	cpu   time.Duration
+}
+
+// readUsage sums the PSS (smaps_rollup) and the CPU time of pids. PSS
+// shares a page mapped by several processes among them, so the sum over
+// a core and its plugins counts each page once.
+func readUsage(pids []int) (usage, error) {
+	var u usage
+	for _, pid := range pids {
+		p, err := procfs.NewProc(pid)
+		if err != nil {
+			return u, err
+		}
+		rollup, err := p.ProcSMapsRollup()
+		if err != nil {
+			return u, err
+		}
+		st, err := p.Stat()
+		if err != nil {
+			return u, err
+		}
+		u.pssKB += int64(rollup.Pss / 1024)
+		u.cpu += time.Duration(st.CPUTime() * float64(time.Second))
+	}
+	return u, nil
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
