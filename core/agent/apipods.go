@@ -49,14 +49,14 @@ func (a *Agent) newAPIPods(c *cluster) (*apiPods, error) {
 		}
 		taints = append(taints, t)
 	}
-	node := thisnode.New(c.client, cfg.NodeName, a.log)
+	node := thisnode.New(c.client, cfg.NodeName, c.outages.Part("watching the node's Node"))
 	return &apiPods{
 		cluster:  c,
 		log:      a.log,
-		source:   apisource.New(c.client, cfg.NodeName, node.HasSynced, a.log),
+		source:   apisource.New(c.client, cfg.NodeName, node.HasSynced, c.outages.Part("watching the node's pods"), a.log),
 		node:     node,
 		admitter: &admission.Admitter{Node: node.Get, Initial: admission.InitialNode(cfg.NodeName, cfg.NodeLabels, taints)},
-		services: services.New(c.client, a.log),
+		services: services.New(c.client, c.outages.Part("watching the cluster's services")),
 		taints:   taints,
 	}, nil
 }
@@ -72,6 +72,7 @@ func (ap *apiPods) start(ctx context.Context, p *pods) {
 		HasSynced:                  ap.source.HasSynced,
 		Statuses:                   p.statuses,
 		CouldHaveRunningContainers: p.loop.CouldHaveRunningContainers,
+		Outage:                     c.outages.Part("writing pod statuses"),
 		Logger:                     ap.log,
 	})
 	mirrors := mirrorpods.New(mirrorpods.Options{
@@ -81,6 +82,7 @@ func (ap *apiPods) start(ctx context.Context, p *pods) {
 		Node:      ap.node.Get,
 		Desired:   p.loop.DesiredPods,
 		Active:    p.loop.ActivePods,
+		Outage:    c.outages.Part("updating mirror pods"),
 		Logger:    ap.log,
 	})
 	go ap.node.Run(ctx)

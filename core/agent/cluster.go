@@ -24,6 +24,8 @@ type cluster struct {
 	// serving is the node API's certificate from the API server
 	// (server_tls_bootstrap); nil without it.
 	serving certificate.Manager
+	// outages logs the API server's outages once for all the parts.
+	outages *apiclient.Outages
 	// stops end the certificate managers.
 	stops []func()
 }
@@ -38,7 +40,7 @@ func (a *Agent) newCluster(ctx context.Context) (*cluster, error) {
 	if err := a.bootstrapClient(ctx); err != nil {
 		return nil, err
 	}
-	c := &cluster{}
+	c := &cluster{outages: apiclient.NewOutages(a.log.Named("apiserver"))}
 	var err error
 	c.client, c.rest, err = apiclient.New(apiclient.Options{
 		Kubeconfig:  cfg.Kubeconfig,

@@ -33,6 +33,7 @@ func (a *Agent) runNodeStatus(ctx context.Context, c *cluster, p *pods) {
 			kubeletVersion: nodestatus.KubeletVersion(moduleVersion("k8s.io/api"), Version)},
 		UpdateFrequency: cfg.NodeStatusUpdateFrequency,
 		ReportFrequency: cfg.NodeStatusReportFrequency,
+		Outage:          c.outages.Part("posting the node's status"),
 		Logger:          a.log.Named("nodestatus"),
 		OnEvent:         a.nodeStatusEvent,
 	})

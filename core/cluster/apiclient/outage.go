@@ -4,36 +4,90 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 )
 
-// Outage logs a part's loss of the API server once: a warning at the first
-// failed call, a line when a call succeeds again, nothing in between, so a
-// minutes-long outage is two lines, not one per retry. It is safe for
-// concurrent use.
+// Outages logs the node's loss of the API server once, whichever of its
+// parts (watching pods, writing statuses, posting the Node, ...) notices
+// first: a warning when the first part's call fails, a line when every part
+// that failed has succeeded again, nothing in between. A minutes-long outage
+// is two lines, not one per part or per retry. It is safe for concurrent use.
+type Outages struct {
+	log hclog.Logger
+
+	mu      sync.Mutex
+	failing map[string]bool // the parts whose last call failed
+	since   time.Time
+}
+
+// NewOutages makes the node's outage log.
+func NewOutages(log hclog.Logger) *Outages {
+	return &Outages{log: log, failing: map[string]bool{}}
+}
+
+// Part is the outage log of one part: what it does with the API server
+// ("watching the node's pods").
+func (o *Outages) Part(what string) *Outage {
+	return &Outage{all: o, what: what}
+}
+
+func (o *Outages) failed(what string, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	first := len(o.failing) == 0
+	o.failing[what] = true
+	if !first {
+		o.log.Debug("the API server cannot be reached", "while", what, "error", err)
+		return
+	}
+	o.since = time.Now()
+	o.log.Warn("the API server cannot be reached; retrying", "while", what, "error", err)
+}
+
+func (o *Outages) recovered(what string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.failing, what)
+	if len(o.failing) > 0 {
+		waiting := make([]string, 0, len(o.failing))
+		for part := range o.failing {
+			waiting = append(waiting, part)
+		}
+		slices.Sort(waiting)
+		o.log.Debug("the API server answers again", "while", what, "still_failing", waiting)
+		return
+	}
+	o.log.Info("the API server is reachable again", "outage", time.Since(o.since).Round(time.Millisecond).String())
+}
+
+// Outage is one part's view of the API server's reachability; it reports
+// to the node's Outages.
 type Outage struct {
-	log     hclog.Logger
+	all     *Outages
 	what    string
 	failing atomic.Bool
 }
 
-// NewOutage makes the outage log of a part: what it does with the API
-// server ("watching the node's pods").
+// NewOutage is the outage log of a part that reports on its own: for
+// tests, and parts used outside an agent.
 func NewOutage(log hclog.Logger, what string) *Outage {
-	return &Outage{log: log, what: what}
+	return NewOutages(log).Part(what)
 }
 
 // Observe records a call's result: err nil for a success.
 func (o *Outage) Observe(err error) {
 	switch {
 	case err != nil && o.failing.CompareAndSwap(false, true):
-		o.log.Warn("the API server cannot be reached; retrying", "while", o.what, "error", err)
+		o.all.failed(o.what, err)
 	case err == nil && o.failing.CompareAndSwap(true, false):
-		o.log.Info("the API server is reachable again", "while", o.what)
+		o.all.recovered(o.what)
 	}
 }
 

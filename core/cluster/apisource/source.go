@@ -39,10 +39,10 @@ type Source struct {
 var _ podsource.Source = (*Source)(nil)
 
 // New makes the source of the pods bound to nodeName. Nothing is read
-// before Run, and nothing before nodeHasSynced.
-func New(client kubernetes.Interface, nodeName string, nodeHasSynced cache.InformerSynced, log hclog.Logger) *Source {
+// before Run, and nothing before nodeHasSynced. outage is the node's log of
+// the API server's outages, as this part sees them.
+func New(client kubernetes.Interface, nodeName string, nodeHasSynced cache.InformerSynced, outage *apiclient.Outage, log hclog.Logger) *Source {
 	log = log.Named("apisource")
-	outage := apiclient.NewOutage(log, "watching the node's pods")
 	lw := apiclient.FieldSelected(client.CoreV1().Pods(v1.NamespaceAll), "spec.nodeName", nodeName, outage)
 	// No resync: every change arrives as an event, and a periodic full
 	// set would only wake the merge for nothing.

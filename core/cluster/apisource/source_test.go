@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/microlet/microlet/core/cluster/apiclient"
 	"github.com/microlet/microlet/core/pods/podsource"
 	"github.com/microlet/microlet/core/pods/podspec"
 )
@@ -46,7 +47,7 @@ func TestSourceSendsFullSetsWithoutMirrorPods(t *testing.T) {
 		boundPod("web", nil),
 		boundPod("etcd-node-a", map[string]string{podspec.ConfigMirrorAnnotationKey: "h1"}),
 	)
-	s := New(client, "node-a", func() bool { return true }, hclog.NewNullLogger())
+	s := New(client, "node-a", func() bool { return true }, apiclient.NewOutage(hclog.NewNullLogger(), "watching"), hclog.NewNullLogger())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := make(chan podsource.Update)

@@ -40,6 +40,9 @@ type Options struct {
 	Desired func() []*v1.Pod
 	// Active are the desired pods admitted and not terminating.
 	Active func() []*v1.Pod
+	// Outage is the node's log of the API server's outages, as the
+	// manager sees them; nil logs them on its own.
+	Outage *apiclient.Outage
 	Logger hclog.Logger
 }
 
@@ -56,7 +59,10 @@ func New(opts Options) *Manager {
 		opts.Logger = hclog.NewNullLogger()
 	}
 	log := opts.Logger.Named("mirrorpods")
-	return &Manager{opts: opts, log: log, outage: apiclient.NewOutage(log, "updating mirror pods")}
+	if opts.Outage == nil {
+		opts.Outage = apiclient.NewOutage(log, "updating mirror pods")
+	}
+	return &Manager{opts: opts, log: log, outage: opts.Outage}
 }
 
 // Run checks the mirror pods every period until ctx ends.

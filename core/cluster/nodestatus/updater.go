@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/microlet/microlet/core/cluster/apiclient"
 	"github.com/microlet/microlet/core/cluster/thisnode"
 )
 
@@ -58,7 +59,10 @@ type Options struct {
 	// OnEvent receives the node events status changes call for; nil drops
 	// them.
 	OnEvent func(Event)
-	Logger  hclog.Logger
+	// Outage is the node's log of the API server's outages, as the updater
+	// sees them; nil logs them on its own.
+	Outage *apiclient.Outage
+	Logger hclog.Logger
 	// Clock is the real one when nil.
 	Clock clock.WithTicker
 }
@@ -79,9 +83,6 @@ type Updater struct {
 	// unschedulable is spec.unschedulable as last seen (the kubelet
 	// starts from false: a Node cordoned before the start is an event).
 	unschedulable bool
-	// failing is set from the first failed request of an outage to the
-	// next success: an outage is logged once.
-	failing bool
 
 	firstRegistration chan struct{}
 	started           time.Time
@@ -94,6 +95,9 @@ func New(opts Options) *Updater {
 	}
 	if opts.OnEvent == nil {
 		opts.OnEvent = func(Event) {}
+	}
+	if opts.Outage == nil {
+		opts.Outage = apiclient.NewOutage(opts.Logger, "posting the node's status")
 	}
 	u := &Updater{
 		opts: opts, log: opts.Logger, clock: opts.Clock,
@@ -176,24 +180,16 @@ func (u *Updater) sync(ctx context.Context) {
 	}
 }
 
-// failed logs the first failure of an outage as an error, the others only
-// for debugging: the API server may be away for minutes.
+// failed reports a failure to the outage log, which warns once per outage
+// (the API server may be away for minutes); each failure is logged only for
+// debugging.
 func (u *Updater) failed(msg string, err error) {
-	if u.failing {
-		u.log.Debug(msg, "node", u.opts.NodeName, "error", err)
-		return
-	}
-	u.failing = true
-	u.log.Error(msg, "node", u.opts.NodeName, "error", err)
+	u.log.Debug(msg, "node", u.opts.NodeName, "error", err)
+	u.opts.Outage.Observe(err)
 }
 
-// succeeded ends an outage.
-func (u *Updater) succeeded() {
-	if u.failing {
-		u.failing = false
-		u.log.Info("the API server answers again", "node", u.opts.NodeName)
-	}
-}
+// succeeded ends the updater's part of an outage.
+func (u *Updater) succeeded() { u.opts.Outage.Observe(nil) }
 
 var errNodeGone = errors.New("the node's Node is gone")
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/microlet/microlet/core/cluster/apiclient"
 	"github.com/microlet/microlet/core/cluster/nodelease"
 	"github.com/microlet/microlet/core/cluster/nodestatus"
 	"github.com/microlet/microlet/core/cluster/thisnode"
@@ -47,7 +48,7 @@ func TestAgainstAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	src := &source{}
-	node := thisnode.New(c.Admin, "node-a", hclog.NewNullLogger())
+	node := thisnode.New(c.Admin, "node-a", apiclient.NewOutage(hclog.NewNullLogger(), "watching"))
 	go node.Run(ctx)
 	u := nodestatus.New(nodestatus.Options{Client: c.Admin, NodeName: "node-a", Node: node, Source: src,
 		UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute, Logger: hclog.NewNullLogger()})

@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/microlet/microlet/core/cluster/apiclient"
 	"github.com/microlet/microlet/core/cluster/thisnode"
 )
 
@@ -44,7 +45,7 @@ func newFixture(t *testing.T, objects ...*v1.Node) *updaterFixture {
 		}
 	}
 	f.u = New(Options{
-		Client: f.client, NodeName: "node-a", Node: thisnode.New(f.client, "node-a", hclog.NewNullLogger()), Source: f.source,
+		Client: f.client, NodeName: "node-a", Node: thisnode.New(f.client, "node-a", apiclient.NewOutage(hclog.NewNullLogger(), "watching")), Source: f.source,
 		Registration:    Registration{Labels: map[string]string{"node.kubernetes.io/pool": "a"}},
 		UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute,
 		OnEvent: func(e Event) { f.events = append(f.events, e.Reason) },
@@ -206,12 +207,14 @@ type runtimeObject = runtime.Object
 
 var errServerDown = errors.New("connection refused")
 
-// TestUpdaterLogsAnOutageOnce: while the API server refuses, each period's
-// failure is logged for debugging only after the first.
+// TestUpdaterLogsAnOutageOnce: while the API server refuses, the outage
+// log warns once, and says when it ends; each period's failure is logged
+// for debugging only.
 func TestUpdaterLogsAnOutageOnce(t *testing.T) {
 	f := newFixture(t)
 	var out strings.Builder
-	f.u.log = hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Info})
+	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Info})
+	f.u.log, f.u.opts.Outage = log, apiclient.NewOutage(log, "posting the node's status")
 	ctx := context.Background()
 	f.u.sync(ctx)
 	down := true
@@ -229,10 +232,10 @@ func TestUpdaterLogsAnOutageOnce(t *testing.T) {
 	down = false
 	f.clock.Step(10 * time.Second)
 	f.u.sync(ctx)
-	if n := strings.Count(out.String(), "[ERROR]"); n != 1 {
-		t.Errorf("%d error lines for one outage, want 1:\n%s", n, out.String())
+	if n := strings.Count(out.String(), "[WARN]"); n != 1 {
+		t.Errorf("%d warnings for one outage, want 1:\n%s", n, out.String())
 	}
-	if !strings.Contains(out.String(), "the API server answers again") {
+	if !strings.Contains(out.String(), "the API server is reachable again") {
 		t.Errorf("the outage's end is not logged:\n%s", out.String())
 	}
 }

@@ -47,7 +47,10 @@ type Options struct {
 	// CouldHaveRunningContainers says whether a pod (by its node UID) may
 	// still have containers running, as upstream's podDeletionSafety.
 	CouldHaveRunningContainers func(types.UID) bool
-	Logger                     hclog.Logger
+	// Outage is the node's log of the API server's outages, as the
+	// syncer sees them; nil logs them on its own.
+	Outage *apiclient.Outage
+	Logger hclog.Logger
 }
 
 // Syncer writes pod statuses to the API server.
@@ -71,7 +74,10 @@ func New(opts Options) *Syncer {
 		opts.Logger = hclog.NewNullLogger()
 	}
 	log := opts.Logger.Named("podstatus")
-	return &Syncer{opts: opts, log: log, written: map[types.UID]writtenStatus{}, outage: apiclient.NewOutage(log, "writing pod statuses")}
+	if opts.Outage == nil {
+		opts.Outage = apiclient.NewOutage(log, "writing pod statuses")
+	}
+	return &Syncer{opts: opts, log: log, written: map[types.UID]writtenStatus{}, outage: opts.Outage}
 }
 
 // Run writes statuses as they change, and checks all every syncPeriod,

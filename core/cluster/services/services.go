@@ -9,7 +9,6 @@ package services
 import (
 	"context"
 
-	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,9 +24,9 @@ type Informer struct {
 	informer cache.SharedIndexInformer
 }
 
-// New makes the informer; Run starts it.
-func New(client kubernetes.Interface, log hclog.Logger) *Informer {
-	outage := apiclient.NewOutage(log.Named("services"), "watching the cluster's services")
+// New makes the informer; Run starts it. outage is the node's log of the
+// API server's outages (apiclient.Outages), as this part sees them.
+func New(client kubernetes.Interface, outage *apiclient.Outage) *Informer {
 	services := client.CoreV1().Services(metav1.NamespaceAll)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

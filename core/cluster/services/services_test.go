@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/microlet/microlet/core/cluster/apiclient"
 )
 
 func svc(ns, name string) *v1.Service {
@@ -25,7 +27,7 @@ func svc(ns, name string) *v1.Service {
 // and of default, each slimmed to what its variables are made of.
 func TestListKeepsWhatVariablesNeed(t *testing.T) {
 	client := fake.NewClientset(svc("default", "kubernetes"), svc("app", "db"), svc("other", "web"))
-	i := New(client, hclog.NewNullLogger())
+	i := New(client, apiclient.NewOutage(hclog.NewNullLogger(), "watching"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go i.Run(ctx)

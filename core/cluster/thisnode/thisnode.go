@@ -7,7 +7,6 @@ package thisnode
 import (
 	"context"
 
-	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -21,9 +20,9 @@ type Informer struct {
 	informer cache.SharedIndexInformer
 }
 
-// New makes the informer of the Node named name; Run starts it.
-func New(client kubernetes.Interface, name string, log hclog.Logger) *Informer {
-	outage := apiclient.NewOutage(log.Named("thisnode"), "watching the node's Node")
+// New makes the informer of the Node named name; Run starts it. outage
+// is the node's log of the API server's outages, as this part sees them.
+func New(client kubernetes.Interface, name string, outage *apiclient.Outage) *Informer {
 	lw := apiclient.FieldSelected(client.CoreV1().Nodes(), "metadata.name", name, outage)
 	informer := cache.NewSharedIndexInformer(lw, &v1.Node{}, 0, cache.Indexers{})
 	_ = informer.SetWatchErrorHandlerWithContext(outage.WatchErrorHandler) // not started: cannot fail
