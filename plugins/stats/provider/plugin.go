@@ -98,10 +98,20 @@ func (p *Plugin) GetSummary(ctx context.Context, req *statsv1.GetSummaryRequest)
 	if a := p.recent(kind); a != nil && !fresh {
 		return a.node, a.pods, nil
 	}
+	wait := ctx
+	if deadline, ok := ctx.Deadline(); ok && !fresh {
+		// Give up early enough for the last summary to reach the caller
+		// before its deadline, on a node loaded enough to make measuring
+		// slow: half the time left, at most 1 s.
+		margin := min(time.Until(deadline)/2, time.Second)
+		var cancel context.CancelFunc
+		wait, cancel = context.WithDeadline(ctx, deadline.Add(-margin))
+		defer cancel()
+	}
 	select {
 	case p.token() <- struct{}{}:
-	case <-ctx.Done():
-		return p.last(kind, fresh, ctx.Err())
+	case <-wait.Done():
+		return p.last(kind, fresh, wait.Err())
 	}
 	if a := p.recent(kind); a != nil && !fresh {
 		p.unlock()
@@ -123,15 +133,6 @@ func (p *Plugin) GetSummary(ctx context.Context, req *statsv1.GetSummaryRequest)
 		}
 		done <- err
 	}()
-	wait := ctx
-	if deadline, ok := ctx.Deadline(); ok && !fresh {
-		// Give up early enough for the last summary to reach the caller
-		// before its deadline: a fifth of the time left, at most 1 s.
-		margin := min(time.Until(deadline)/5, time.Second)
-		var cancel context.CancelFunc
-		wait, cancel = context.WithDeadline(ctx, deadline.Add(-margin))
-		defer cancel()
-	}
 	select {
 	case err := <-done:
 		if err != nil {
