@@ -100,6 +100,7 @@ test-race:
 # the Go module proxy once per cache: minutes cold, nothing when stamped.
 kube-tools:
 	bash hack/kube-tools/build.sh $(CACHE)/kube/bin
+	bash hack/tools/rdma-shared-dev-plugin/build.sh $(CACHE)/kube/bin
 
 # End-to-end tests run on real containerd, runc and CNI (internal/devnode),
 # and need root. Packages run in parallel; so do independent cases inside them.

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/prometheus/procfs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -196,4 +197,52 @@ func natRules(t *testing.T) string {
 		t.Fatalf("iptables-save: %v", err)
 	}
 	return string(out)
+}
+
+// A teardown whose time ran out before it got to the leftover containers
+// (a pod of many containers kept the runtime busy) still deletes them, and
+// no container process survives it: each is found by its PID and killed.
+func TestCloseOutOfTimeLeavesNoContainerProcess(t *testing.T) {
+	t.Parallel()
+	n, l := startForClose(t)
+	var containers []int
+	for _, shim := range l.pids[1:] {
+		children, err := childProcesses(shim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		containers = append(containers, children...)
+	}
+	if len(containers) == 0 {
+		t.Fatal("no container process runs under the shims, so the check below would prove nothing")
+	}
+	spent, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := n.teardown(spent)
+	t.Logf("teardown with no time left: %v", err)
+	for _, pid := range containers {
+		if _, err := processStart(pid); err == nil {
+			t.Errorf("container process %d still runs", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	if err := n.Close(); err != nil {
+		t.Errorf("Close after it: %v", err)
+	}
+	l.check(t, false)
+}
+
+// childProcesses are the PIDs whose parent is pid.
+func childProcesses(pid int) ([]int, error) {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, p := range procs {
+		if stat, err := p.Stat(); err == nil && stat.PPID == pid {
+			out = append(out, p.PID)
+		}
+	}
+	return out, nil
 }

@@ -105,7 +105,7 @@ func (n *Node) teardown(ctx context.Context) (clean bool, err error) {
 		}
 	}
 	add("stop containerd", containerd.stop(containerdGrace))
-	add("delete leftover containers", n.deleteRuncContainers(ctx))
+	add("delete leftover containers", n.deleteRuncContainers())
 	add("kill leftover shims", n.killShims())
 	add("CNI DEL of leftover attachments", cniDelLeftovers(ctx, n.Network, n.sandboxDirs()))
 	mountsErr := unmountUnder(n.Dir, n.RunDir)
@@ -164,37 +164,6 @@ func (n *Node) removePodSandboxes(ctx context.Context) error {
 	for _, s := range resp.GetItems() {
 		if _, err := n.runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
 			errs = append(errs, fmt.Errorf("remove sandbox %s (%s): %w", s.GetId(), s.GetMetadata().GetName(), err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// deleteRuncContainers kills and deletes the containers still in the node's
-// runc state: containerd died or hung before removing them. The shim runs
-// runc with the root <runcRoot>/<containerd namespace>.
-func (n *Node) deleteRuncContainers(ctx context.Context) error {
-	namespaces, err := os.ReadDir(n.runcRoot)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, ns := range namespaces {
-		root := filepath.Join(n.runcRoot, ns.Name())
-		containers, err := os.ReadDir(root)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, c := range containers {
-			out, err := exec.CommandContext(ctx, "runc", "--root", root, "delete", "--force", c.Name()).CombinedOutput()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("runc delete %s: %w: %s", c.Name(), err, strings.TrimSpace(string(out))))
-			} else {
-				n.log.Warn("deleted a container containerd left behind", "id", c.Name())
-			}
 		}
 	}
 	return errors.Join(errs...)

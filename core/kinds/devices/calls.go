@@ -48,6 +48,7 @@ func (m *Manager) preferred(ctx context.Context, owner, resource string, availab
 // allocate asks the plugin to prepare devices for one container.
 func (m *Manager) allocate(ctx context.Context, owner, resource, podUID string, ids []string) (*devicesv1.ContainerAllocateResponse, error) {
 	var out *devicesv1.ContainerAllocateResponse
+	defer m.metrics.observeAllocate(resource, time.Now())
 	err := m.call(ctx, owner, m.opts.CallTimeout, func(ctx context.Context, c devicesv1.DevicesServiceClient) error {
 		resp, err := c.Allocate(ctx, &devicesv1.AllocateRequest{ResourceName: resource, PodUid: podUID,
 			Containers: []*devicesv1.ContainerAllocateRequest{{DeviceIds: ids}}})

@@ -104,6 +104,7 @@ type Manager struct {
 	conflicts sets.Set[string]
 	// sharedPaths counts allocations of a device node two resources hold.
 	sharedPaths *prometheus.CounterVec
+	metrics     *metrics
 }
 
 // New restores the checkpoint (a corrupt one is set aside and reported);
@@ -138,6 +139,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	var err error
 	if m.sharedPaths, err = newSharedPathsMetric(opts.Registerer); err != nil {
+		return nil, err
+	}
+	if m.metrics, err = newMetrics(opts.Registerer); err != nil {
 		return nil, err
 	}
 	if err := m.restore(); err != nil {

@@ -103,13 +103,17 @@ func (m *Manager) update(plugin string, st *pluginState, wire []*devicesv1.Resou
 		}
 	}
 	for name, r := range offered {
-		if current := m.resources[name]; current != nil && current.owner != plugin && !current.stopped() {
+		current := m.resources[name]
+		if current != nil && current.owner != plugin && !current.stopped() {
 			if key := plugin + " " + name; !m.conflicts.Has(key) {
 				m.conflicts.Insert(key)
 				m.log.Warn("two device plugins offer the same resource; it stays with the first",
 					"resource", name, "served_by", pluginName(current.owner), "ignored", pluginName(plugin))
 			}
 			continue
+		}
+		if current == nil || current.owner != plugin || current.stopped() {
+			m.metrics.registrations.WithLabelValues(name).Inc()
 		}
 		devices := make(map[string]*devicesv1.Device, len(r.GetDevices()))
 		for _, d := range r.GetDevices() {

@@ -65,6 +65,7 @@ func (m *Manager) killPod(ctx context.Context, pod *v1.Pod, runtimePod *containe
 		ordering = newTerminationOrdering(pod, names)
 	}
 	steps := make([]StepResult, len(running))
+	podSlots := newPodStopSlots()
 	var wg sync.WaitGroup
 	for i, c := range running {
 		wg.Add(1)
@@ -72,7 +73,7 @@ func (m *Manager) killPod(ctx context.Context, pod *v1.Pod, runtimePod *containe
 			defer wg.Done()
 			steps[i] = StepResult{Action: ActionKillContainer, Target: c.Name}
 			kill := containerToKill{ID: c.ID, Name: c.Name}
-			if err := m.killContainer(ctx, pod, kill, podIPs, gracePeriodOverride, ordering); err != nil {
+			if err := m.killContainer(ctx, pod, kill, podIPs, gracePeriodOverride, ordering, podSlots); err != nil {
 				steps[i].fail(ErrKillContainer, err.Error())
 			}
 		}()
@@ -122,10 +123,14 @@ func mayRunPreStop(pod *v1.Pod, runtimePod *container.Pod) bool {
 }
 
 // killContainer stops one container: its preStop hook first, bounded by the
-// grace period, then its turn in the termination ordering, then
-// StopContainer with what is left of the grace period, at least 2 s. pod is
-// nil for an orphan.
-func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, kill containerToKill, podIPs []string, gracePeriodOverride *int64, ordering *terminationOrdering) error {
+// grace period, then its turn in the termination ordering, then a stop slot
+// (podSlots: those of its pod's kill, nil for a lone stop; and the node's),
+// then StopContainer with what is left of the grace period, at least 2 s.
+// The waits count against the grace period, as the kubelet counts the
+// preStop hook's time: containers beyond the slots of a very large pod get
+// their SIGTERM later, and the pod's stop still ends near its grace period.
+// pod is nil for an orphan.
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, kill containerToKill, podIPs []string, gracePeriodOverride *int64, ordering *terminationOrdering, podSlots chan struct{}) error {
 	spec := kill.Spec
 	if spec == nil && pod != nil {
 		spec = containerSpec(pod, kill.Name)
@@ -161,7 +166,12 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, kill container
 		// The grace period is in seconds; the wait is cut to whole ones.
 		grace -= int64(ordering.waitForTurn(spec.Name, grace).Seconds())
 	}
-	grace = max(grace, minimumGracePeriod)
+	release, waited, err := m.stopSlots.acquire(ctx, podSlots)
+	if err != nil {
+		return err
+	}
+	defer release()
+	grace = max(grace-int64(waited.Seconds()), minimumGracePeriod)
 	m.log.Info("stopping container", "pod", podFullName(pod), "container", spec.Name, "container_id", kill.ID,
 		"reason", message, "grace_period", grace)
 	if err := m.cri.StopContainer(ctx, kill.ID, grace); err != nil && !crierrors.IsNotFound(err) {

@@ -156,6 +156,7 @@ type Manager struct {
 	dns       *dnsConfigurer
 	volumes   *volumeManager
 	metrics   *metrics
+	stopSlots stopSlots
 }
 
 // New makes a Manager and the directories it writes to.
@@ -204,6 +205,7 @@ func newManager(opts Options) (*Manager, error) {
 		dns:       &dnsConfigurer{clusterDNS: clusterDNS, clusterDomain: opts.DNS.ClusterDomain, resolvConf: opts.DNS.ResolvConf, nodeIPs: nodeIPs, log: log, events: opts.Events, nodeRef: events.NodeRef(opts.NodeName)},
 		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable, opts.VolumeSources, opts.Events, opts.Clock),
 		metrics:   met,
+		stopSlots: newStopSlots(),
 	}
 	m.images = newImagePuller(opts.CRI, opts.PullCredentials, opts.Events, opts.MaxParallelImagePulls, opts.Clock, met, log)
 	m.hooks = newHookRunner(opts.CRI)

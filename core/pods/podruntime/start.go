@@ -88,7 +88,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, status *conta
 			// secrets (upstream's rule).
 			m.containerEvent(pod, c, id, v1.EventTypeWarning, events.FailedPostStartHook, "PostStartHook failed")
 			kill := containerToKill{ID: id, Name: c.Name, Spec: c, Reason: killReasonFailedPostStart, Message: string(killReasonFailedPostStart)}
-			if err := m.killContainer(ctx, pod, kill, sandbox.podIPs, nil, nil); err != nil {
+			if err := m.killContainer(ctx, pod, kill, sandbox.podIPs, nil, nil, nil); err != nil {
 				m.log.Warn("cannot kill the container whose postStart hook failed", "pod", podFullName(pod), "container", c.Name, "error", err)
 			}
 			return newReasonError(ErrPostStartHook, "%s", msg)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
@@ -13,6 +14,9 @@ import (
 	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/runtime/container"
 )
+
+// startBudget is how long one SyncPod goes on starting containers.
+const startBudget = 5 * time.Second
 
 // SyncPod makes the runtime match pod, given the runtime's status of it
 // (from GetPodStatus; nil when it has none) and what probes found, as
@@ -25,6 +29,13 @@ import (
 //  4. start ephemeral containers added to the pod (kubectl debug);
 //  5. start init containers and sidecars, in order;
 //  6. start regular containers.
+//
+// Containers start one after another, as upstream. One sync starts them for
+// at most startBudget (at least one), and none once ctx ends (the pod is
+// being killed): the containers it started sync the pod again through
+// PLEG, which starts the rest, so a pod of a thousand containers shows
+// them running as they start, and its deletion need not wait for all of
+// them to have started.
 //
 // It returns every step it took. A container in backoff is a failed step
 // (CrashLoopBackOff, ImagePullBackOff), not an error of the node; see
@@ -59,7 +70,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	} else {
 		for _, k := range actions.ContainersToKill {
 			step := StepResult{Action: ActionKillContainer, Target: k.Name}
-			err := m.killContainer(ctx, pod, k, podIPs, nil, nil)
+			err := m.killContainer(ctx, pod, k, podIPs, nil, nil, nil)
 			if err != nil {
 				step.fail(ErrKillContainer, err.Error())
 			}
@@ -86,9 +97,24 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		return result
 	}
 
+	budget := m.now().Add(startBudget)
+	started := 0
+	// more says whether this sync may start another container: its
+	// context is live, and it has started none yet or has time left.
+	more := func() bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		if started > 0 && m.now().After(budget) {
+			m.log.Debug("start budget of this sync spent; the next sync starts the rest", "pod", podFullName(pod), "started", started)
+			return false
+		}
+		return true
+	}
 	start := func(c *v1.Container, containerType string) error {
 		step := m.startStep(ctx, pod, status, c, sandbox, containerType)
 		result.add(step)
+		started++
 		return step.Err
 	}
 	// Before init containers, as upstream: a pod whose init container
@@ -97,6 +123,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		_ = start((*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon), metricEphemeralContainer)
 	}
 	for _, i := range actions.InitContainersToStart {
+		if !more() {
+			return result
+		}
 		c := &pod.Spec.InitContainers[i]
 		// A sidecar that fails to start does not hold back the others; an
 		// init container does.
@@ -105,6 +134,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		}
 	}
 	for _, i := range actions.ContainersToStart {
+		if !more() {
+			return result
+		}
 		_ = start(&pod.Spec.Containers[i], metricContainer) // recorded in result
 	}
 	return result

@@ -63,13 +63,20 @@ func New() *Plugin {
 	return &Plugin{feed: feed.New(), gracePeriod: EndpointStopGracePeriod, ctx: ctx, cancel: cancel, endpoints: map[string]*endpoint{}}
 }
 
-// Configure serves kubelet.sock in the directory and watches it.
+// Configure serves kubelet.sock in the directory, removes the sockets of
+// plugins registered with an earlier bridge process so that every plugin
+// registers again, as the kubelet does when it starts, and watches the
+// directory.
 func (p *Plugin) Configure(_ context.Context, cfg *Config, _ *sdk.Host) error {
 	p.dir = filepath.Clean(cfg.DevicePluginDir)
 	p.socket = newKubeletSocket(kubeletSocketPath(p.dir), p)
+	// Listed before kubelet.sock is served: what a plugin makes after
+	// that is its answer to the new kubelet.sock, and stays.
+	stale := staleSockets(p.dir, p.socket.path)
 	if err := p.socket.serve(); err != nil {
 		return sdk.Retryable("serve device plugin registration: %v", err)
 	}
+	removeStale(stale)
 	watch, err := newDirWatch(p.dir)
 	if err != nil {
 		p.socket.close()

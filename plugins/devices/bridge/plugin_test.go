@@ -298,3 +298,28 @@ func TestValidateConfig(t *testing.T) {
 		t.Errorf("ValidateConfig of the defaults = %v, %v", errs, err)
 	}
 }
+
+// A bridge process that starts removes the sockets of plugins registered
+// with an earlier one, as the kubelet does at start, so that plugins that
+// watch their own socket register again; whatever else is in the
+// directory stays.
+func TestStaleSocketsRemoved(t *testing.T) {
+	dir := socketDir(t)
+	f := startFake(t, dir, "gpu.sock", &pluginapi.DevicePluginOptions{}, healthy("a"))
+	keep := []string{filepath.Join(dir, "notes.txt"), filepath.Join(dir, "sub")}
+	if err := os.WriteFile(keep[0], []byte("an operator's file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(keep[1], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	startBridge(t, dir, EndpointStopGracePeriod)
+	if _, err := os.Lstat(f.socket); !os.IsNotExist(err) {
+		t.Errorf("the earlier plugin's socket %s: %v, want it removed", f.socket, err)
+	}
+	for _, p := range append(keep, filepath.Join(dir, "kubelet.sock")) {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s: %v, want it kept", p, err)
+		}
+	}
+}

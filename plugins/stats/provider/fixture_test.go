@@ -29,6 +29,17 @@ type fakeHost struct {
 	mu    sync.Mutex
 	fail  map[string]error
 	calls map[string]int
+	// slow, when set, holds ListContainerStats until it is closed: a
+	// runtime slow to list container stats.
+	slow chan struct{}
+}
+
+// slowDown makes ListContainerStats wait until the returned function runs.
+func (f *fakeHost) slowDown() (release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.slow = make(chan struct{})
+	return sync.OnceFunc(func() { close(f.slow) })
 }
 
 func (f *fakeHost) called(name string) error {
@@ -72,6 +83,12 @@ func (f *fakeHost) ListPods(_ *hostv1.ListPodsRequest, s grpc.ServerStreamingSer
 func (f *fakeHost) ListContainerStats(_ *hostv1.ListContainerStatsRequest, s grpc.ServerStreamingServer[hostv1.ListContainerStatsResponse]) error {
 	if err := f.called("ListContainerStats"); err != nil {
 		return err
+	}
+	f.mu.Lock()
+	slow := f.slow
+	f.mu.Unlock()
+	if slow != nil {
+		<-slow
 	}
 	for _, c := range f.containers {
 		if err := s.Send(&hostv1.ListContainerStatsResponse{Stats: c}); err != nil {

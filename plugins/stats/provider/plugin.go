@@ -17,11 +17,13 @@ import (
 // Plugin serves GetSummary through the SDK. It implements
 // sdk.Plugin[Config], sdk.StatsProvider and sdk.Shutdowner.
 type Plugin struct {
-	// measuring serializes measurements: requests that arrive during one
-	// wait for it and take its answer unless they want fresher stats.
-	measuring sync.Mutex
-	sampler   *sampler
-	rates     *summary.CPURates
+	// measuring serializes measurements, a token held from a measurement's
+	// start to its end: requests that arrive during one wait for it and
+	// take its answer unless they want fresher stats.
+	measuring     chan struct{}
+	measuringInit sync.Once
+	sampler       *sampler
+	rates         *summary.CPURates
 
 	mu     sync.Mutex
 	maxAge time.Duration
@@ -56,8 +58,8 @@ func (p *Plugin) Configure(_ context.Context, cfg *Config, host *sdk.Host) error
 	}
 	log := sdk.Log()
 	log.Debug("measuring", "procfs", cfg.ProcFS, "cgroupfs", cfg.CgroupFS, "cgroup_version", cgroups.Version())
-	p.measuring.Lock()
-	defer p.measuring.Unlock()
+	p.lock()
+	defer p.unlock()
 	p.sampler = &sampler{
 		cfg:       *cfg,
 		host:      host,
@@ -75,32 +77,95 @@ func (p *Plugin) Configure(_ context.Context, cfg *Config, host *sdk.Host) error
 	return nil
 }
 
+// measureTimeout bounds one measurement, which runs to its end whatever
+// the request that started it: on a runtime slow to list container stats
+// (hundreds of containers stopping) a measurement cut short at each
+// request's deadline would never finish, and every request would fail.
+const measureTimeout = time.Minute
+
 // GetSummary answers from the last summary of the same kind when it is at
 // most max_age old and the request does not ask for fresh stats, and
-// measures otherwise.
+// measures otherwise. A request whose deadline comes before the
+// measurement ends gets the last summary of its kind, however old (its
+// timestamps say so), unless it asked for fresh stats; the measurement goes
+// on and its summary answers the requests after it.
 func (p *Plugin) GetSummary(ctx context.Context, req *statsv1.GetSummaryRequest) (*typesv1.NodeStats, []*typesv1.PodStats, error) {
 	kind := 0
 	if req.GetOnlyCpuAndMemory() {
 		kind = 1
 	}
-	if a := p.recent(kind); a != nil && !req.GetFresh() {
+	fresh := req.GetFresh()
+	if a := p.recent(kind); a != nil && !fresh {
 		return a.node, a.pods, nil
 	}
-	p.measuring.Lock()
-	defer p.measuring.Unlock()
-	if a := p.recent(kind); a != nil && !req.GetFresh() {
+	wait := ctx
+	if deadline, ok := ctx.Deadline(); ok && !fresh {
+		// Give up early enough for the last summary to reach the caller
+		// before its deadline, on a node loaded enough to make measuring
+		// slow: half the time left, at most 1 s.
+		margin := min(time.Until(deadline)/2, time.Second)
+		var cancel context.CancelFunc
+		wait, cancel = context.WithDeadline(ctx, deadline.Add(-margin))
+		defer cancel()
+	}
+	select {
+	case p.token() <- struct{}{}:
+	case <-wait.Done():
+		return p.last(kind, fresh, wait.Err())
+	}
+	if a := p.recent(kind); a != nil && !fresh {
+		p.unlock()
 		return a.node, a.pods, nil
 	}
-	sample, err := p.sampler.sample(ctx, req.GetOnlyCpuAndMemory())
-	if err != nil {
+	done := make(chan error, 1)
+	var measured *answer
+	go func() {
+		defer p.unlock()
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), measureTimeout)
+		defer cancel()
+		sample, err := p.sampler.sample(mctx, req.GetOnlyCpuAndMemory())
+		if err == nil {
+			node, pods := summary.Build(sample, p.rates)
+			measured = &answer{at: sample.Time, node: node, pods: pods}
+			p.mu.Lock()
+			p.answers[kind] = measured
+			p.mu.Unlock()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, nil, err
+		}
+		return measured.node, measured.pods, nil
+	case <-wait.Done():
+		return p.last(kind, fresh, wait.Err())
+	}
+}
+
+// last is the last answer of kind, however old, for a request that did not
+// ask for fresh stats and whose deadline came first; err otherwise.
+func (p *Plugin) last(kind int, fresh bool, err error) (*typesv1.NodeStats, []*typesv1.PodStats, error) {
+	p.mu.Lock()
+	a := p.answers[kind]
+	p.mu.Unlock()
+	if a == nil || fresh {
 		return nil, nil, err
 	}
-	node, pods := summary.Build(sample, p.rates)
-	p.mu.Lock()
-	p.answers[kind] = &answer{at: sample.Time, node: node, pods: pods}
-	p.mu.Unlock()
-	return node, pods, nil
+	return a.node, a.pods, nil
 }
+
+// token is the measuring token's channel, made on first use so that a
+// zero Plugin works.
+func (p *Plugin) token() chan struct{} {
+	p.measuringInit.Do(func() { p.measuring = make(chan struct{}, 1) })
+	return p.measuring
+}
+
+// lock takes the measuring token; unlock gives it back.
+func (p *Plugin) lock()   { p.token() <- struct{}{} }
+func (p *Plugin) unlock() { <-p.token() }
 
 // recent is the last answer of kind if it is at most max_age old.
 func (p *Plugin) recent(kind int) *answer {
@@ -114,8 +179,8 @@ func (p *Plugin) recent(kind int) *answer {
 
 // Shutdown stops the disk usage walker.
 func (p *Plugin) Shutdown(context.Context) error {
-	p.measuring.Lock()
-	defer p.measuring.Unlock()
+	p.lock()
+	defer p.unlock()
 	if p.sampler != nil {
 		p.sampler.diskUsage.Close()
 	}

@@ -216,6 +216,52 @@ func TestSummaryCache(t *testing.T) {
 	}
 }
 
+// A measurement that outlives the request's deadline goes on: the next
+// request gets its summary. Meanwhile a request that does not ask for fresh
+// stats gets the last summary, however old; a fresh one gets the error.
+func TestSlowMeasurement(t *testing.T) {
+	f := newFixture(t)
+	block := f.config()
+	block["max_age"] = "0s" // every request measures
+	h := serve(t, f, block)
+	within := func(d time.Duration, req *statsv1.GetSummaryRequest) error {
+		ctx, cancel := context.WithTimeout(t.Context(), d)
+		defer cancel()
+		stream, err := h.Stats().GetSummary(ctx, req)
+		if err != nil {
+			return err
+		}
+		for {
+			if _, err := stream.Recv(); errors.Is(err, io.EOF) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
+	}
+
+	release := f.host.slowDown()
+	if err := within(100*time.Millisecond, &statsv1.GetSummaryRequest{}); status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("first request, no summary yet: %v, want DEADLINE_EXCEEDED", err)
+	}
+	release()
+	// The cut-short request's measurement finishes; later ones measure
+	// again (max_age 0) and answer.
+	if _, _, err := getSummary(t, h, &statsv1.GetSummaryRequest{}); err != nil {
+		t.Fatalf("after the runtime answered: %v", err)
+	}
+
+	defer f.host.slowDown()()
+	for _, what := range []string{"a slow measurement", "a request waiting for another's slow measurement"} {
+		if err := within(100*time.Millisecond, &statsv1.GetSummaryRequest{}); err != nil {
+			t.Errorf("%s with a summary already made: %v, want the last summary", what, err)
+		}
+	}
+	if err := within(100*time.Millisecond, &statsv1.GetSummaryRequest{Fresh: true}); status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("a fresh request during a slow measurement: %v, want DEADLINE_EXCEEDED", err)
+	}
+}
+
 func TestSummaryErrors(t *testing.T) {
 	f := newFixture(t)
 	h := serve(t, f, f.config())
