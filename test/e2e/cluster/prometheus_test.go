@@ -1,0 +1,183 @@
+//go:build e2e
+
+package clustere2e
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/microlet/microlet/internal/devnode"
+)
+
+// metricFamily is one row of testdata/kubelet-metric-families.tsv.
+type metricFamily struct {
+	path, name, kind string
+	labels, queried  []string
+	// absent says why the family may have no series; "" if it must.
+	absent string
+}
+
+func readMetricFamilies(t *testing.T) []metricFamily {
+	t.Helper()
+	f, err := os.Open("testdata/kubelet-metric-families.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	split := func(s string) []string {
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, ",")
+	}
+	var out []metricFamily
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		cols := strings.Split(line, "\t")
+		if len(cols) != 6 {
+			t.Fatalf("kubelet-metric-families.tsv: %d columns in %q, want 6", len(cols), line)
+		}
+		out = append(out, metricFamily{path: cols[0], name: cols[1], kind: cols[2], labels: split(cols[3]),
+			queried: split(cols[4]), absent: cols[5]})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPrometheusScrape scrapes the node's /metrics, /metrics/cadvisor,
+// /metrics/probes and /metrics/resource as kube-prometheus's kubelet job
+// does (HTTPS, a service account's bearer token, the node API reviewing
+// it) while a pod with a cpu limit, a volume and a readiness probe runs.
+// Every family the kubelet dashboards and scrape jobs query
+// (testdata/kubelet-metric-families.tsv) is there with upstream's type and
+// labels, unless the list says why it may be absent; and `promtool check
+// metrics` (built from the Prometheus module) finds nothing in any scrape.
+func TestPrometheusScrape(t *testing.T) {
+	t.Parallel()
+	c := cluster(t)
+	promtool := clusterTool(t, "promtool")
+	families := readMetricFamilies(t)
+	n := startNode(t, nodeOptions{})
+	waitReady(t, n, "")
+
+	ns := testNamespace(t)
+	spec := apiPodSpec(n, v1.Container{Name: "app", Image: devnode.DefaultTestImage,
+		Command:        []string{"sh", "-c", "echo ok > /data/ready; " + untilTerm},
+		Resources:      v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m")}},
+		VolumeMounts:   []v1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "marks", MountPath: "/marks"}},
+		ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/data/ready"}}}, PeriodSeconds: 1},
+	}, v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		v1.Volume{Name: "marks", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
+	ctx := context.Background()
+	if _, err := c.Admin.CoreV1().Pods(ns).Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "scraped"}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAPIPod(t, n, ns, "scraped", "Ready", func(p *v1.Pod) bool {
+		return slices.ContainsFunc(p.Status.Conditions, func(c v1.PodCondition) bool {
+			return c.Type == v1.PodReady && c.Status == v1.ConditionTrue
+		})
+	})
+
+	// Prometheus's account: kube-prometheus grants nodes/metrics get.
+	account := n.Name + "-prometheus"
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	token, err := c.ServiceAccountToken(tctx, "default", account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.GrantNodeAccess(tctx, account, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: account},
+		[]string{"get"}, "metrics"); err != nil {
+		t.Fatal(err)
+	}
+
+	scrapes := map[string]map[string]*dto.MetricFamily{}
+	bodies := map[string]string{}
+	var missing string
+	n.Eventually("every listed family in the scrapes", func() (bool, string) {
+		for _, path := range []string{"/metrics", "/metrics/cadvisor", "/metrics/probes", "/metrics/resource"} {
+			code, body := n.Get(t, path, token)
+			if code != http.StatusOK {
+				t.Fatalf("GET %s with a service account's token: %d %s", path, code, body)
+			}
+			parser := expfmt.NewTextParser(model.UTF8Validation)
+			parsed, err := parser.TextToMetricFamilies(strings.NewReader(body))
+			if err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+			scrapes[path], bodies[path] = parsed, body
+		}
+		missing = ""
+		for _, f := range families {
+			if f.absent == "" && len(scrapes[f.path][f.name].GetMetric()) == 0 {
+				missing += " " + f.path + " " + f.name
+			}
+		}
+		// Some come with time: a second relist interval, a probe result.
+		return missing == "", "missing:" + missing
+	})
+
+	for _, f := range families {
+		checkFamily(t, f, scrapes[f.path][f.name])
+	}
+	for path, body := range bodies {
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = strings.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics on %s: %v\n%s", path, err, out)
+		}
+	}
+}
+
+// checkFamily compares one scraped family with its row.
+func checkFamily(t *testing.T, want metricFamily, got *dto.MetricFamily) {
+	t.Helper()
+	what := want.path + " " + want.name
+	if got == nil {
+		if want.absent == "" {
+			t.Errorf("%s: no such family", what)
+		}
+		return
+	}
+	if kind := strings.ToLower(got.GetType().String()); kind != want.kind {
+		t.Errorf("%s: type %s, upstream's is %s", what, kind, want.kind)
+	}
+	wantLabels := slices.Sorted(slices.Values(want.labels))
+	for _, m := range got.GetMetric() {
+		var names []string
+		for _, l := range m.GetLabel() {
+			names = append(names, l.GetName())
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, wantLabels) {
+			t.Errorf("%s: a series has labels %v, upstream's are %v", what, names, wantLabels)
+			return
+		}
+	}
+	for _, q := range want.queried {
+		if !slices.Contains(want.labels, q) {
+			t.Errorf("%s: the list queries label %s that it does not list", what, q)
+		}
+	}
+}
