@@ -192,6 +192,11 @@ func newManager(opts Options) (*Manager, error) {
 		volumes:   newVolumeManager(opts.RootDir, opts.NodeAllocatable, opts.VolumeSources, opts.Events, opts.Clock),
 		metrics:   met,
 	}
+	if opts.Registerer != nil {
+		if m.volumes.book, err = registerOrReuse(opts.Registerer, m.volumes.book); err != nil {
+			return nil, fmt.Errorf("podruntime: registering volume metrics: %w", err)
+		}
+	}
 	m.images = newImagePuller(opts.CRI, opts.Events, opts.MaxParallelImagePulls, opts.Clock, met, log)
 	m.hooks = newHookRunner(opts.CRI)
 	return m, nil

@@ -154,8 +154,12 @@ func crictlView(t *testing.T, n interface {
 		t.Fatalf("crictl inspectp: %v: %s", err, inspectp)
 	}
 	cfg := sandboxInfo.Info.Config
-	for _, key := range []string{"hostname", "log_directory", "port_mappings", "dns_config"} {
+	for _, key := range []string{"hostname", "port_mappings", "dns_config"} {
 		put("inspectp.config."+key, cfg[key])
+	}
+	// Below each agent's own pod logs directory.
+	if dir, ok := cfg["log_directory"].(string); ok {
+		put("inspectp.config.log_directory.base", filepath.Base(dir))
 	}
 	if linux, ok := cfg["linux"].(map[string]any); ok {
 		put("inspectp.config.linux.cgroup_parent", linux["cgroup_parent"])
