@@ -30,6 +30,8 @@ type metricFamily struct {
 	labels, queried  []string
 	// absent says why the family may have no series; "" if it must.
 	absent string
+	// gap says why microlet does not export the family yet.
+	gap string
 }
 
 func readMetricFamilies(t *testing.T) []metricFamily {
@@ -56,8 +58,13 @@ func readMetricFamilies(t *testing.T) []metricFamily {
 		if len(cols) != 6 {
 			t.Fatalf("kubelet-metric-families.tsv: %d columns in %q, want 6", len(cols), line)
 		}
-		out = append(out, metricFamily{path: cols[0], name: cols[1], kind: cols[2], labels: split(cols[3]),
-			queried: split(cols[4]), absent: cols[5]})
+		f := metricFamily{path: cols[0], name: cols[1], kind: cols[2], labels: split(cols[3]), queried: split(cols[4])}
+		if gap, ok := strings.CutPrefix(cols[5], "gap: "); ok {
+			f.gap = gap
+		} else {
+			f.absent = cols[5]
+		}
+		out = append(out, f)
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
@@ -130,7 +137,7 @@ func TestPrometheusScrape(t *testing.T) {
 		}
 		missing = ""
 		for _, f := range families {
-			if f.absent == "" && len(scrapes[f.path][f.name].GetMetric()) == 0 {
+			if f.absent == "" && f.gap == "" && len(scrapes[f.path][f.name].GetMetric()) == 0 {
 				missing += " " + f.path + " " + f.name
 			}
 		}
@@ -154,6 +161,14 @@ func TestPrometheusScrape(t *testing.T) {
 func checkFamily(t *testing.T, want metricFamily, got *dto.MetricFamily) {
 	t.Helper()
 	what := want.path + " " + want.name
+	if want.gap != "" {
+		if got != nil {
+			t.Errorf("%s is exported now; its gap in testdata/kubelet-metric-families.tsv (%s) is out of date", what, want.gap)
+		} else {
+			t.Logf("%s: a known gap: %s", what, want.gap)
+		}
+		return
+	}
 	if got == nil {
 		if want.absent == "" {
 			t.Errorf("%s: no such family", what)
