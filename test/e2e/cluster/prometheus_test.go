@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/microlet/microlet/internal/devnode"
+	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
 )
 
 // metricFamily is one row of testdata/kubelet-metric-families.tsv.
@@ -85,7 +86,8 @@ func TestPrometheusScrape(t *testing.T) {
 	c := cluster(t)
 	promtool := clusterTool(t, "promtool")
 	families := readMetricFamilies(t)
-	n := startNode(t, nodeOptions{})
+	// With the probes plugin: /metrics/probes counts its results.
+	n := startNode(t, nodeOptions{Plugins: append(pressuree2e.DefaultPlugins(), pressuree2e.Plugin{Kind: "probes", Name: "default"})})
 	waitReady(t, n, "")
 
 	ns := testNamespace(t)
