@@ -18,16 +18,19 @@ out="${1:-$repo/.cache/kube/bin}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
-# dir|binary|module of the version|ldflags variable that carries it
+# dir|binary|module of the version|ldflags variable that carries it|build tags
+# promtool is built with Prometheus's own remove_all_sd tag (plugins/*.go):
+# without the service discoveries of every cloud, whose SDKs are most of its
+# build; the tests use only `promtool check metrics`.
 tools=(
-	"metrics-server|metrics-server|sigs.k8s.io/metrics-server|k8s.io/client-go/pkg/version.gitVersion"
-	"promtool|promtool|github.com/prometheus/prometheus|github.com/prometheus/common/version.Version"
-	"crictl|crictl|sigs.k8s.io/cri-tools|sigs.k8s.io/cri-tools/pkg/version.Version"
+	"metrics-server|metrics-server|sigs.k8s.io/metrics-server|k8s.io/client-go/pkg/version.gitVersion|"
+	"promtool|promtool|github.com/prometheus/prometheus|github.com/prometheus/common/version.Version|remove_all_sd"
+	"crictl|crictl|sigs.k8s.io/cri-tools|sigs.k8s.io/cri-tools/pkg/version.Version|"
 )
 
-# build DIR BIN MODULE VAR: builds one tool if its stamp is stale.
+# build DIR BIN MODULE VAR TAGS: builds one tool if its stamp is stale.
 build() {
-	local dir="$here/$1" bin="$out/$2" module="$3" var="$4"
+	local dir="$here/$1" bin="$out/$2" module="$3" var="$4" tags="$5"
 	cd "$dir"
 	local version
 	version="$(go list -m -f '{{.Version}}' "$module")"
@@ -36,7 +39,7 @@ build() {
 	key="$(
 		{
 			go version
-			echo "$ldflags"
+			echo "$ldflags $tags"
 			cat go.mod go.sum
 		} | sha256sum | cut -d' ' -f1
 	)"
@@ -46,7 +49,7 @@ build() {
 	fi
 	echo "tools: building $2 $version into $out" >&2
 	local start=$SECONDS
-	CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin.new" "$(awk '$1 == "tool" {print $2}' go.mod)"
+	CGO_ENABLED=0 go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$bin.new" "$(awk '$1 == "tool" {print $2}' go.mod)"
 	mv -f "$bin.new" "$bin"
 	echo "$version $key" >"$bin.stamp"
 	echo "tools: built $2 in $((SECONDS - start))s" >&2
@@ -54,8 +57,8 @@ build() {
 
 pids=()
 for t in "${tools[@]}"; do
-	IFS='|' read -r dir bin module var <<<"$t"
-	build "$dir" "$bin" "$module" "$var" &
+	IFS='|' read -r dir bin module var tags <<<"$t"
+	build "$dir" "$bin" "$module" "$var" "$tags" &
 	pids+=($!)
 done
 status=0
