@@ -39,7 +39,7 @@ build() {
 	key="$(
 		{
 			go version
-			echo "$ldflags $tags"
+			echo "$ldflags${tags:+ -tags $tags}"
 			cat go.mod go.sum
 		} | sha256sum | cut -d' ' -f1
 	)"
