@@ -59,7 +59,7 @@ func TestCrictlListsPods(t *testing.T) {
 	n := startNode(t, nodeOptions{Settings: map[string]string{"static_pod_path": quote(manifests), "file_check_frequency": `"1s"`}})
 
 	kdev := devnode.StartT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), kubeletWait)
 	defer cancel()
 	k, err := devnode.StartKubelet(ctx, kdev, devnode.KubeletOptions{})
 	if errors.Is(err, devnode.ErrNoKubelet) {
@@ -68,15 +68,15 @@ func TestCrictlListsPods(t *testing.T) {
 	if err != nil {
 		t.Fatalf("StartKubelet: %v", err)
 	}
-	t.Cleanup(func() {
-		if err := k.Close(); err != nil {
-			t.Errorf("kubelet: %v", err)
-		}
-	})
+	t.Cleanup(func() { _ = k.Close() }) // if the test stops before it is closed below
 	writeFile(t, filepath.Join(k.ManifestDir, "crictl.yaml"), crictlManifest)
 
-	mine := crictlView(t, n.Node, crictl, n.Dev.Endpoint, n.CgroupRoot)
 	theirs := crictlView(t, n.Node, crictl, kdev.Endpoint, k.CgroupRoot)
+	// One kubelet runs on a host at a time: the next test's waits for it.
+	if err := k.Close(); err != nil {
+		t.Errorf("kubelet: %v", err)
+	}
+	mine := crictlView(t, n.Node, crictl, n.Dev.Endpoint, n.CgroupRoot)
 	for _, key := range slices.Sorted(maps.Keys(theirs)) {
 		if mine[key] != theirs[key] {
 			t.Errorf("%s: microlet %q, the kubelet %q", key, mine[key], theirs[key])
@@ -91,6 +91,11 @@ func TestCrictlListsPods(t *testing.T) {
 		t.Logf("what crictl shows of microlet's pod:\n%s", dump(mine))
 	}
 }
+
+// kubeletWait bounds the wait for the upstream kubelet: one devnode
+// kubelet runs on a host at a time (devnode.StartKubelet waits for the
+// host's lock), and other packages' tests and benchmarks run one too.
+const kubeletWait = 10 * time.Minute
 
 // crictlView waits until crictl on endpoint shows the pod running with
 // its init container exited, and returns what it shows of them as flat

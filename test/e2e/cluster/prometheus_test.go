@@ -197,7 +197,7 @@ const promtoolLintExit = 3
 func kubeletScrapes(t *testing.T, paths []string) map[string]string {
 	t.Helper()
 	dev := devnode.StartT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), kubeletWait)
 	defer cancel()
 	k, err := devnode.StartKubelet(ctx, dev, devnode.KubeletOptions{})
 	if errors.Is(err, devnode.ErrNoKubelet) {
