@@ -96,11 +96,14 @@ test-race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
 # The upstream components tests and benchmarks run beside microlet
-# (kube-apiserver, kubelet, kubectl, the sample device plugin), built from
+# (kube-apiserver, kubelet, kubectl, the sample device plugin) and the
+# cluster's own tools the cluster tests run (metrics-server, promtool,
+# crictl: hack/tools), built from
 # the Go module proxy once per cache: minutes cold, nothing when stamped.
 kube-tools:
 	bash hack/kube-tools/build.sh $(CACHE)/kube/bin
 	bash hack/tools/rdma-shared-dev-plugin/build.sh $(CACHE)/kube/bin
+	bash hack/tools/build.sh $(CACHE)/kube/bin
 
 # End-to-end tests run on real containerd, runc and CNI (internal/devnode),
 # and need root. Packages run in parallel; so do independent cases inside them.

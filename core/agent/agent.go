@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/microlet/microlet/core/cluster/apiclient"
 	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/config"
 	"github.com/microlet/microlet/core/logging"
@@ -75,6 +76,7 @@ func New(cfg *config.Config, opts Options) (*Agent, error) {
 	})
 	nodeName.Set(1)
 	a.metrics.MustRegister(pluginMetrics, nodeName, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	apiclient.RegisterMetrics(a.metrics)
 	a.checks = &pluginChecks{healthz: a.healthz, host: host}
 	return a, nil
 }

@@ -95,14 +95,14 @@ func (c *cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
 	node := summary.Node
 	root := series{id: "/", now: now}
 	root.cpu(ch, node.CPU)
-	root.memory(ch, node.Memory)
+	root.memory(ch, node.Memory, node.Swap)
 	root.network(ch, node.Network)
 
 	for _, pod := range summary.Pods {
 		podCgroup, _ := c.h.podCgroup(types.UID(pod.PodRef.UID))
 		p := series{id: podCgroup, namespace: pod.PodRef.Namespace, pod: pod.PodRef.Name, now: now}
 		p.cpu(ch, pod.CPU)
-		p.memory(ch, pod.Memory)
+		p.memory(ch, pod.Memory, pod.Swap)
 		p.network(ch, pod.Network)
 		for _, ctr := range pod.Containers {
 			s := p
@@ -158,10 +158,18 @@ func (s series) cpu(ch chan<- prometheus.Metric, cpu *statsapi.CPUStats) {
 	}
 }
 
-func (s series) memory(ch chan<- prometheus.Metric, m *statsapi.MemoryStats) {
+// memory emits a cgroup's memory metrics. container_memory_swap goes with
+// them, as in cAdvisor, whose value is 0 where the kernel does not account
+// the cgroup's swap (cgroup v1 without memsw): dashboards sum it.
+func (s series) memory(ch chan<- prometheus.Metric, m *statsapi.MemoryStats, swap *statsapi.SwapStats) {
 	if m == nil {
 		return
 	}
+	swapped, at := 0.0, m.Time
+	if swap != nil && swap.SwapUsageBytes != nil {
+		swapped, at = float64(*swap.SwapUsageBytes), swap.Time
+	}
+	s.emit(ch, at, swapDesc, prometheus.GaugeValue, swapped)
 	for _, v := range []struct {
 		desc  *prometheus.Desc
 		value *uint64
@@ -194,14 +202,11 @@ func (s series) network(ch chan<- prometheus.Metric, n *statsapi.NetworkStats) {
 	}
 }
 
-// containerStats emits a container's metrics: cpu, memory, swap, its writable
+// containerStats emits a container's metrics: cpu, memory and swap, its writable
 // layer (device unknown to the summary: ""), its start and when it was seen.
 func (s series) containerStats(ch chan<- prometheus.Metric, c statsapi.ContainerStats) {
 	s.cpu(ch, c.CPU)
-	s.memory(ch, c.Memory)
-	if c.Swap != nil && c.Swap.SwapUsageBytes != nil {
-		s.emit(ch, c.Swap.Time, swapDesc, prometheus.GaugeValue, float64(*c.Swap.SwapUsageBytes))
-	}
+	s.memory(ch, c.Memory, c.Swap)
 	if fs := c.Rootfs; fs != nil {
 		for _, v := range []struct {
 			desc  *prometheus.Desc

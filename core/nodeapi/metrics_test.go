@@ -103,7 +103,8 @@ func (statsPlugin) GetSummary(context.Context, *statsv1.GetSummaryRequest) (*typ
 	u := func(v uint64) *uint64 { return &v }
 	node := &typesv1.NodeStats{NodeName: "node-1",
 		Cpu:    &typesv1.CPUStats{Time: at, UsageCoreNanoSeconds: u(5e9)},
-		Memory: &typesv1.MemoryStats{Time: at, WorkingSetBytes: u(1000), UsageBytes: u(2000)}}
+		Memory: &typesv1.MemoryStats{Time: at, WorkingSetBytes: u(1000), UsageBytes: u(2000)},
+		Swap:   &typesv1.SwapStats{Time: at, SwapUsageBytes: u(64)}}
 	pod := &typesv1.PodStats{PodRef: &typesv1.PodReference{Name: "web", Namespace: "default", Uid: "uid-web"},
 		Cpu:     &typesv1.CPUStats{Time: at, UsageCoreNanoSeconds: u(2e9)},
 		Network: &typesv1.NetworkStats{Time: at, Interfaces: []*typesv1.InterfaceStats{{Name: "eth0", RxBytes: u(10), TxBytes: u(20)}}},
@@ -130,6 +131,9 @@ func TestCadvisorMetrics(t *testing.T) {
 		`container_cpu_usage_seconds_total{container="app",cpu="total",id="/kubepods/burstable/poduid-web/c2",image="busybox",name="c2",namespace="default",pod="web"} 1`,
 		`container_memory_working_set_bytes{container="app",id="/kubepods/burstable/poduid-web/c2",image="busybox",name="c2",namespace="default",pod="web"} 300`,
 		`container_memory_rss{container="app",`,
+		// Unaccounted swap reads 0, as cAdvisor's; the node's is known.
+		`container_memory_swap{container="app",id="/kubepods/burstable/poduid-web/c2",image="busybox",name="c2",namespace="default",pod="web"} 0`,
+		`container_memory_swap{container="",id="/",image="",name="",namespace="",pod=""} 64 1700000000000`,
 		`container_memory_failures_total{container="app",failure_type="pgfault",`,
 		`container_fs_usage_bytes{container="app",device="",`,
 		`container_network_receive_bytes_total{container="",id="/kubepods/burstable/poduid-web",image="",interface="eth0",name="",namespace="default",pod="web"} 10`,

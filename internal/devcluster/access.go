@@ -95,3 +95,15 @@ func (c *Cluster) ServiceAccountToken(ctx context.Context, namespace, name strin
 	}
 	return resp.Status.Token, nil
 }
+
+// ServiceAccountKubeconfig writes a kubeconfig that authenticates as the
+// service account namespace/name with a token from ServiceAccountToken,
+// as a component running in a pod of that account would (its in-cluster
+// config), and returns its path.
+func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context, namespace, name string) (string, error) {
+	token, err := c.ServiceAccountToken(ctx, namespace, name)
+	if err != nil {
+		return "", err
+	}
+	return c.writeKubeconfig("sa-"+namespace+"-"+name, &clientcmdapi.AuthInfo{Token: token})
+}

@@ -179,6 +179,14 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--audit-policy-file", c.files.auditPolicy, "--audit-log-path", c.auditLogPath(),
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file", c.files.saPublic, "--service-account-signing-key-file", c.files.saKey,
+		// The aggregation layer, as kubeadm configures it, for extension
+		// API servers (metrics-server's metrics.k8s.io).
+		"--requestheader-client-ca-file", c.files.frontProxyCA,
+		"--requestheader-allowed-names", frontProxyClient,
+		"--requestheader-username-headers", "X-Remote-User",
+		"--requestheader-group-headers", "X-Remote-Group",
+		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+		"--proxy-client-cert-file", c.files.proxyClientCert, "--proxy-client-key-file", c.files.proxyClientKey,
 		"--service-cluster-ip-range", "10.0.0.0/24",
 		"--endpoint-reconciler-type", "none", "--profiling=false")
 	if err != nil {

@@ -18,7 +18,17 @@ type pkiFiles struct {
 	kubeletClientCert, kubeletClientKey string
 	saKey, saPublic                     string
 	auditPolicy                         string
+	// The aggregation layer's (kubeadm's front-proxy-ca and
+	// front-proxy-client): the API server proxies to extension API servers
+	// such as metrics-server with this client certificate, and they trust
+	// the user it names in request headers because this CA signed it.
+	frontProxyCA, proxyClientCert, proxyClientKey string
 }
+
+// frontProxyClient is the common name of the aggregator's client
+// certificate, the one name extension API servers accept request headers
+// from (--requestheader-allowed-names), as kubeadm sets it.
+const frontProxyClient = "front-proxy-client"
 
 // auditPolicy records who called what (no bodies), leaving out the
 // control plane's own chatter so that the log holds the nodes' and the
@@ -76,6 +86,9 @@ func (c *Cluster) writePKI() (pkiFiles, error) {
 	if f.kubeletClientCert, f.kubeletClientKey, err = kubeletClient.WriteFiles(pki, "apiserver-kubelet-client"); err != nil {
 		return f, err
 	}
+	if err := writeFrontProxy(pki, &f); err != nil {
+		return f, err
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return f, err
@@ -92,6 +105,25 @@ func (c *Cluster) writePKI() (pkiFiles, error) {
 		return f, err
 	}
 	return f, os.WriteFile(f.saPublic, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: public}), 0o644)
+}
+
+// writeFrontProxy writes the aggregation layer's CA and the API server's
+// client pair of it into pki.
+func writeFrontProxy(pki string, f *pkiFiles) error {
+	ca, err := NewCA("front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	f.frontProxyCA = filepath.Join(pki, "front-proxy-ca.crt")
+	if err := os.WriteFile(f.frontProxyCA, ca.PEM, 0o644); err != nil {
+		return err
+	}
+	client, err := ca.ClientCert(frontProxyClient)
+	if err != nil {
+		return err
+	}
+	f.proxyClientCert, f.proxyClientKey, err = client.WriteFiles(pki, frontProxyClient)
+	return err
 }
 
 // CAFile is the PEM file of the cluster's CA certificate (c.CA.PEM), for a

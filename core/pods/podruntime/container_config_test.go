@@ -131,14 +131,15 @@ func TestContainerConfig(t *testing.T) {
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources: &runtimeapi.LinuxContainerResources{CpuShares: 256, MemoryLimitInBytes: 64 << 20},
 			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
-				Capabilities:     &runtimeapi.Capability{AddCapabilities: []string{"NET_ADMIN"}, DropCapabilities: []string{"ALL"}},
-				ReadonlyRootfs:   true,
-				NoNewPrivs:       true,
-				RunAsUser:        &runtimeapi.Int64Value{Value: 0},
-				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
-				Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined},
-				MaskedPaths:      defaultMaskedPaths(),
-				ReadonlyPaths:    defaultReadonlyPaths,
+				Capabilities:   &runtimeapi.Capability{AddCapabilities: []string{"NET_ADMIN"}, DropCapabilities: []string{"ALL"}},
+				ReadonlyRootfs: true,
+				NoNewPrivs:     true,
+				RunAsUser:      &runtimeapi.Int64Value{Value: 0},
+				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD,
+					UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}},
+				Seccomp:       &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined},
+				MaskedPaths:   defaultMaskedPaths(),
+				ReadonlyPaths: defaultReadonlyPaths,
 			},
 		},
 	}

@@ -1,6 +1,7 @@
 package podruntime
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,5 +87,22 @@ func TestPodLabels(t *testing.T) {
 	}
 	if pod.Labels["io.kubernetes.pod.name"] != "spoofed" {
 		t.Error("newPodLabels changed the pod's own labels")
+	}
+}
+
+// TestContainerHashIsTheKubelets: the values the upstream kubelet v1.34.4
+// put in io.kubernetes.container.hash for these containers (read with
+// crictl by test/e2e/cluster's TestCrictlListsPods).
+func TestContainerHashIsTheKubelets(t *testing.T) {
+	for _, tc := range []struct {
+		c    v1.Container
+		want string
+	}{
+		{v1.Container{Name: "app", Image: "localhost/busybox:1", Command: []string{"sh"}}, "87103ce5"},
+		{v1.Container{Name: "init", Image: "localhost/busybox:1"}, "935c2c99"},
+	} {
+		if got := strconv.FormatUint(containerHash(&tc.c), 16); got != tc.want {
+			t.Errorf("containerHash(%s, %s) = %s, the kubelet's %s", tc.c.Name, tc.c.Image, got, tc.want)
+		}
 	}
 }

@@ -207,6 +207,11 @@ func newManager(opts Options) (*Manager, error) {
 		metrics:   met,
 		stopSlots: newStopSlots(),
 	}
+	if opts.Registerer != nil {
+		if m.volumes.book, err = registerOrReuse(opts.Registerer, m.volumes.book); err != nil {
+			return nil, fmt.Errorf("podruntime: registering volume metrics: %w", err)
+		}
+	}
 	m.images = newImagePuller(opts.CRI, opts.PullCredentials, opts.Events, opts.MaxParallelImagePulls, opts.Clock, met, log)
 	m.hooks = newHookRunner(opts.CRI)
 	m.dns.checkResolvConfLimits()

@@ -5,18 +5,29 @@ import (
 	"hash/fnv"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/dump"
 
 	"github.com/microlet/microlet/core/runtime/container"
 )
 
-// containerHash is the hash of the fields whose change replaces a running
-// container: its name and image, as upstream's HashContainer since 1.31
-// (other changes are in-place updates or need a new pod). Upstream feeds a
-// spew dump of the JSON to FNV-32a, whose text depends on Go's slice growth;
-// microlet hashes the JSON itself, so values differ from the kubelet's but
-// are stable across restarts of microlet.
+// containerHash is upstream's HashContainer: FNV-32a of the spew dump
+// (apimachinery's dump.ForHash, which leaves out capacities and addresses)
+// of the JSON of the fields whose change replaces a running container, its
+// name and image (other changes are in-place updates or need a new pod).
+// The same value as the kubelet's, so crictl and tools reading
+// io.kubernetes.container.hash see what they would on a kubelet node.
 func containerHash(c *v1.Container) uint64 {
 	// A map of strings always marshals.
+	data, _ := json.Marshal(map[string]string{"name": c.Name, "image": c.Image})
+	h := fnv.New32a()
+	h.Write([]byte(dump.ForHash(data)))
+	return uint64(h.Sum32())
+}
+
+// previousContainerHash is the hash microlet wrote before it used
+// upstream's (FNV-32a of the JSON itself): a container an earlier microlet
+// created carries it, and is not restarted for that alone after an upgrade.
+func previousContainerHash(c *v1.Container) uint64 {
 	data, _ := json.Marshal(map[string]string{"name": c.Name, "image": c.Image})
 	h := fnv.New32a()
 	h.Write(data)
@@ -26,7 +37,7 @@ func containerHash(c *v1.Container) uint64 {
 // containerChanged reports whether a container instance was created from a
 // different spec than c.
 func containerChanged(c *v1.Container, s *container.ContainerStatus) bool {
-	return s.Hash != containerHash(c)
+	return s.Hash != containerHash(c) && s.Hash != previousContainerHash(c)
 }
 
 // shouldRestartOnFailure reports whether the pod's containers are restarted

@@ -14,8 +14,16 @@ func TestContainerHash(t *testing.T) {
 	c := testContainer("a")
 	// A golden value: changing the hash restarts every container on the
 	// node after an upgrade of microlet.
-	if got := containerHash(&c); got != 0x5fc97d9 {
+	if got := containerHash(&c); got != 0x24fe4bad {
 		t.Errorf("containerHash = %#x; changing it restarts every running container", got)
+	}
+	// What microlet wrote before it used upstream's hash: its containers
+	// are not replaced after an upgrade.
+	if got := previousContainerHash(&c); got != 0x5fc97d9 {
+		t.Errorf("previousContainerHash = %#x, the hash earlier microlets wrote is 0x5fc97d9", got)
+	}
+	if containerChanged(&c, &container.ContainerStatus{Hash: 0x5fc97d9}) {
+		t.Error("a container of an earlier microlet counts as changed")
 	}
 	changed := c
 	changed.Env = []v1.EnvVar{{Name: "X", Value: "1"}}

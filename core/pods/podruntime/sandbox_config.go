@@ -75,9 +75,9 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32, plan *ResourcePlan)
 	return config, nil
 }
 
-// portMappings are the pod's host ports. Upstream passes every container
-// port and lets the runtime skip those without a host port; microlet
-// passes only those with one, to the same effect.
+// portMappings are the pod's container ports, as upstream passes them:
+// every one, the runtime skipping those without a host port, so that the
+// sandbox's config (crictl inspectp) reads as a kubelet's.
 func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
 	var mappings []*runtimeapi.PortMapping
 	for _, c := range pod.Spec.Containers {
@@ -89,8 +89,7 @@ func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
 			if name == "" {
 				name = fmt.Sprintf("%s-%s:%d:%d", p.Protocol, p.HostIP, p.ContainerPort, p.HostPort)
 			}
-			if seen[name] || p.HostPort == 0 {
-				seen[name] = true
+			if seen[name] {
 				continue
 			}
 			seen[name] = true

@@ -54,6 +54,7 @@ func TestSandboxConfig(t *testing.T) {
 		},
 		PortMappings: []*runtimeapi.PortMapping{
 			{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 80, HostPort: 8080},
+			{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 9090},
 			{Protocol: runtimeapi.Protocol_UDP, ContainerPort: 53, HostPort: 5353, HostIp: "127.0.0.1"},
 		},
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
@@ -63,6 +64,7 @@ func TestSandboxConfig(t *testing.T) {
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 				NamespaceOptions: &runtimeapi.NamespaceOption{
 					Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_POD, Ipc: runtimeapi.NamespaceMode_NODE,
+					UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE},
 				},
 				RunAsUser:          &runtimeapi.Int64Value{Value: 1000},
 				RunAsGroup:         &runtimeapi.Int64Value{Value: 2000},
@@ -87,7 +89,8 @@ func TestSandboxConfigHostNamespaces(t *testing.T) {
 	if got.Hostname != "" {
 		t.Errorf("a hostNetwork sandbox got hostname %q; it must keep the node's", got.Hostname)
 	}
-	wantNS := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_NODE, Ipc: runtimeapi.NamespaceMode_POD}
+	wantNS := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_NODE, Ipc: runtimeapi.NamespaceMode_POD,
+		UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}}
 	if diff := cmp.Diff(wantNS, got.Linux.SecurityContext.NamespaceOptions, protocmp.Transform()); diff != "" {
 		t.Errorf("namespace options (-want +got):\n%s", diff)
 	}

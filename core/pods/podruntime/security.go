@@ -190,12 +190,18 @@ func (m *Manager) seccompProfile(p *v1.SeccompProfile, fallbackToRuntimeDefault 
 }
 
 // namespaceOptions maps hostNetwork, hostPID, hostIPC and
-// shareProcessNamespace to the runtime's namespace modes.
+// shareProcessNamespace to the runtime's namespace modes. A pod that does
+// not ask for a user namespace of its own (hostUsers unset or true) is
+// said to use the node's, as the kubelet's user namespace manager says it
+// with UserNamespacesSupport on (its default since v1.33).
 func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 	ns := &runtimeapi.NamespaceOption{
 		Network: runtimeapi.NamespaceMode_POD,
 		Pid:     runtimeapi.NamespaceMode_CONTAINER,
 		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		ns.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}
 	}
 	if pod.Spec.HostNetwork {
 		ns.Network = runtimeapi.NamespaceMode_NODE

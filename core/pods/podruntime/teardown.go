@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +19,13 @@ import (
 // remove anything while a mount remains, so it never deletes through a
 // mount into other data.
 func (v *volumeManager) tearDown(uid types.UID) error {
+	start := time.Now()
+	err := v.tearDownDir(uid)
+	v.book.unmount(uid, start, err)
+	return err
+}
+
+func (v *volumeManager) tearDownDir(uid types.UID) error {
 	dir := v.podDir(uid)
 	unmountAll := func() ([]string, error) {
 		points, err := v.mountPoints()

@@ -36,7 +36,9 @@ type volumeManager struct {
 	sources     VolumeSources // nil on a standalone node
 	// events gets upstream's FailedMount for a volume that cannot be set up.
 	events events.Recorder
-	now    func() time.Time
+	// book counts the volumes and times their set-ups and teardowns.
+	book *volumeBook
+	now  func() time.Time
 	// The host operations, replaced in unit tests.
 	mount       func(source, target, fstype string, flags uintptr, data string) error
 	unmount     func(target string) error
@@ -49,6 +51,7 @@ func newVolumeManager(rootDir string, allocatable func() v1.ResourceList, source
 		allocatable: allocatable,
 		sources:     sources,
 		events:      recorder,
+		book:        newVolumeBook(),
 		now:         now,
 		mount:       unix.Mount,
 		unmount:     func(target string) error { return unix.Unmount(target, 0) },
@@ -122,14 +125,24 @@ func podVolume(pod *v1.Pod, name string) *v1.Volume {
 func (v *volumeManager) setUp(pod *v1.Pod, vol *v1.Volume) (string, bool, error) {
 	switch {
 	case vol.EmptyDir != nil:
+		first, start := !v.book.mounted(pod.UID, vol.Name), time.Now()
 		path, err := v.setUpEmptyDir(pod, vol)
+		if first {
+			v.book.mount(pod, vol, start, err)
+		}
 		return path, false, err
 	case vol.HostPath != nil:
+		first, start := !v.book.mounted(pod.UID, vol.Name), time.Now()
 		path := filepath.Clean(vol.HostPath.Path)
+		var err error
 		if vol.HostPath.Type != nil {
-			if err := checkHostPathType(path, *vol.HostPath.Type); err != nil {
-				return "", false, err
-			}
+			err = checkHostPathType(path, *vol.HostPath.Type)
+		}
+		if first {
+			v.book.mount(pod, vol, start, err)
+		}
+		if err != nil {
+			return "", false, err
 		}
 		return path, false, nil
 	case projectedPluginDirOf(vol) != "":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -86,6 +87,7 @@ func (v *volumeManager) projectedVolumePath(uid types.UID, vol *v1.Volume) strin
 // files then, unchanged ones are not rewritten. Every volume is tried; each
 // failure is a FailedMount event, and the error names them all.
 func (v *volumeManager) setUpPodVolumes(ctx context.Context, pod *v1.Pod) error {
+	v.book.want(pod)
 	b := &payloadBuilder{sources: v.sources, allocatable: v.allocatable(), owners: podFileOwnership(pod)}
 	var errs []error
 	for i := range pod.Spec.Volumes {
@@ -93,7 +95,12 @@ func (v *volumeManager) setUpPodVolumes(ctx context.Context, pod *v1.Pod) error 
 		if !v.canSetUp(vol) {
 			continue // the container using it fails with the reason
 		}
-		if err := v.setUpProjected(ctx, pod, vol, b); err != nil {
+		// Timed at every sync: the kubelet mounts these kinds again on
+		// every sync too (RequiresRemount).
+		start := time.Now()
+		err := v.setUpProjected(ctx, pod, vol, b)
+		v.book.mount(pod, vol, start, err)
+		if err != nil {
 			err = fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
 			v.events.Eventf(pod, v1.EventTypeWarning, events.FailedMountVolume, "%v", err)
 			errs = append(errs, err)
