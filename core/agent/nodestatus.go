@@ -35,6 +35,7 @@ func (a *Agent) runNodeStatus(ctx context.Context, c *cluster, p *pods) {
 		ReportFrequency: cfg.NodeStatusReportFrequency,
 		Logger:          a.log.Named("nodestatus"),
 		OnEvent:         a.nodeStatusEvent,
+		Kick:            p.statusKick,
 	})
 	lease := nodelease.New(nodelease.Options{
 		Client:          c.client,

@@ -58,7 +58,10 @@ type Options struct {
 	// OnEvent receives the node events status changes call for; nil drops
 	// them.
 	OnEvent func(Event)
-	Logger  hclog.Logger
+	// Kick asks for a sync at once (the node started or stopped shutting
+	// down, upstream's syncNodeStatus call); nil: the period only.
+	Kick   <-chan struct{}
+	Logger hclog.Logger
 	// Clock is the real one when nil.
 	Clock clock.WithTicker
 }
@@ -139,6 +142,8 @@ func (u *Updater) Run(ctx context.Context) {
 			u.registered = false
 			u.sync(ctx)
 		case <-tick.C():
+			u.sync(ctx)
+		case <-u.opts.Kick:
 			u.sync(ctx)
 		case <-readyCheck.C():
 			// Until the node is posted Ready, post as soon as it is:
