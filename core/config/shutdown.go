@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -23,7 +25,9 @@ type PriorityGracePeriod struct {
 // shutdown_grace_period_by_pod_priority, by priority.
 func (c *Config) ShutdownGracePeriodsByPodPriority() ([]PriorityGracePeriod, error) {
 	var out []PriorityGracePeriod
-	for key, value := range c.ShutdownGracePeriodByPodPriority {
+	// In key order, so that the first bad entry reported is always the same.
+	for _, key := range slices.Sorted(maps.Keys(c.ShutdownGracePeriodByPodPriority)) {
+		value := c.ShutdownGracePeriodByPodPriority[key]
 		priority, err := strconv.ParseInt(key, 10, 32)
 		if err != nil {
 			return nil, fmt.Errorf("priority %q: expected a whole number (a 32-bit pod priority)", key)
