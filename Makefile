@@ -107,7 +107,7 @@ kube-tools:
 
 # End-to-end tests run on real containerd, runc and CNI (internal/devnode),
 # and need root. Packages run in parallel; so do independent cases inside them.
-E2E_PKGS ?= ./test/e2e/... ./internal/... ./core/pods/podruntime/ ./core/pods/pleg/
+E2E_PKGS ?= ./test/e2e/... ./internal/... ./core/pods/podruntime/ ./core/pods/pleg/ ./core/node/shutdown/
 test-e2e: build kube-tools
 	E2E_BIN_DIR=$(OUT) $(GO) test -count=1 -tags e2e -timeout 25m $(E2E_PKGS)
 

@@ -189,6 +189,14 @@ eviction_monitoring_interval = "10s"
 eviction_max_pods_per_cycle = 1
 # Start an eviction cycle at once when the kernel reports memory pressure. Flag --kernel-memcg-notification.
 kernel_memcg_notification = true
+# Graceful node shutdown (docs/shutdown.md): how long a logind delay inhibitor lock holds the machine's shutdown
+# back while the pods stop, non-critical pods first; 0 leaves shutdown unhandled. Needs logind on the system D-Bus.
+shutdown_grace_period = "0s"
+# The part of shutdown_grace_period kept for critical pods (priority system-cluster-critical and up), stopped last.
+shutdown_grace_period_critical_pods = "0s"
+# Instead of the two above: pod priority to the grace period of the pods from that priority up to the next listed,
+# stopped lowest first, e.g. { "0" = "20s", "100000" = "10s", "2000000000" = "5s" }. Empty: the two above.
+shutdown_grace_period_by_pod_priority = {}
 
 # How the core runs and supervises plugin processes.
 plugin_host {

@@ -121,6 +121,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.checks.sync()
 	a.logPlugins()
+	if pods.shutdown.Enabled() {
+		// As the kubelet: a node that cannot hold its shutdown back does
+		// not start.
+		if err := pods.shutdown.Start(ctx); err != nil {
+			return fmt.Errorf("graceful node shutdown: %w", err)
+		}
+	}
 	pods.run(ctx)
 	if cluster != nil && a.cfg.RegisterNode {
 		a.runNodeStatus(ctx, cluster, pods)

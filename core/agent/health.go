@@ -75,7 +75,7 @@ func (h *nodeHealth) NetworkErr() error {
 }
 
 // notReady are why pods cannot run on the node: the runtime, the pod
-// network or PLEG, in the kubelet's words; none when the node is ready.
+// network, PLEG or the node shutting down, in the kubelet's words; none when the node is ready.
 func (p *pods) notReady() []error {
 	var problems []error
 	if err := p.health.RuntimeErr(); err != nil {
@@ -86,6 +86,9 @@ func (p *pods) notReady() []error {
 	}
 	if ok, err := p.pleg.Healthy(); !ok {
 		problems = append(problems, fmt.Errorf("PLEG is not healthy: %w", err))
+	}
+	if err := p.shutdown.ShuttingDown(); err != nil {
+		problems = append(problems, err)
 	}
 	return problems
 }

@@ -36,6 +36,7 @@ func (a *Agent) runNodeStatus(ctx context.Context, c *cluster, p *pods) {
 		Outage:          c.outages.Part("posting the node's status"),
 		Logger:          a.log.Named("nodestatus"),
 		OnEvent:         a.nodeStatusEvent,
+		Kick:            p.statusKick,
 	})
 	lease := nodelease.New(nodelease.Options{
 		Client:          c.client,

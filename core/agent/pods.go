@@ -22,6 +22,7 @@ import (
 	"github.com/microlet/microlet/core/node/machine"
 	"github.com/microlet/microlet/core/node/network"
 	"github.com/microlet/microlet/core/node/oomwatch"
+	"github.com/microlet/microlet/core/node/shutdown"
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/pods/pleg"
 	"github.com/microlet/microlet/core/pods/podcache"
@@ -55,11 +56,16 @@ type pods struct {
 	// oom is nil when the kernel log cannot be read (not root).
 	oom      *oomwatch.Watcher
 	eviction *eviction.Manager
-	runtime  *podruntime.Manager
-	cache    *podcache.Cache
-	pleg     *pleg.PLEG
-	statuses *status.Manager
-	loop     *syncloop.Loop
+	// shutdown is graceful node shutdown; off (Enabled false) unless a
+	// grace period is configured.
+	shutdown *shutdown.Manager
+	// statusKick asks the node status updater for a sync at once.
+	statusKick chan struct{}
+	runtime    *podruntime.Manager
+	cache      *podcache.Cache
+	pleg       *pleg.PLEG
+	statuses   *status.Manager
+	loop       *syncloop.Loop
 	// api is the pod side of a cluster node; nil when standalone.
 	api *apiPods
 }
@@ -95,7 +101,8 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 				"pod_cidr", cfg.PodCIDR, "bridge", network.BridgeName)
 		}
 	}
-	p := &pods{cri: client, poller: cri.NewStatusPoller(client, cri.DefaultStatusPollInterval), cache: podcache.New(), nodeIPs: nodeIPs}
+	p := &pods{cri: client, poller: cri.NewStatusPoller(client, cri.DefaultStatusPollInterval), cache: podcache.New(), nodeIPs: nodeIPs,
+		statusKick: make(chan struct{}, 1)}
 	p.health = newNodeHealth(p.poller, cfg.CNIConfDir, cfg.CNIBinDirs)
 	if err := a.newNodeResources(p, reg); err != nil {
 		return nil, err
@@ -129,11 +136,14 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 	if err := a.newPressure(p, reg); err != nil {
 		return nil, err
 	}
+	if p.shutdown, err = a.newShutdown(p); err != nil {
+		return nil, err
+	}
 	security, err := newSecurityAdmitter(cfg.AllowedUnsafeSysctls, p.poller)
 	if err != nil {
 		return nil, err
 	}
-	admitters := []syncloop.Admitter{p.eviction, security}
+	admitters := []syncloop.Admitter{p.shutdown, p.eviction, security}
 	if p.api != nil {
 		admitters = append(admitters, p.api.admitter)
 	}

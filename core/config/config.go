@@ -165,6 +165,15 @@ type Config struct {
 	// kernel reports memory pressure (memcg thresholds on cgroup v1, PSI and
 	// memory.events on v2), instead of at the next periodic cycle.
 	KernelMemcgNotification bool `config:"kernel_memcg_notification"`
+	// ShutdownGracePeriod is how long the node's shutdown is held back
+	// (a logind delay inhibitor lock) to stop its pods; 0 leaves
+	// shutdown unhandled. ShutdownGracePeriodCriticalPods is the critical
+	// pods' part of it, after the others'. ShutdownGracePeriodByPodPriority
+	// replaces both: pod priority (a whole number) to the grace period of
+	// the pods from that priority up to the next one's (shutdown.go).
+	ShutdownGracePeriod              time.Duration     `config:"shutdown_grace_period"`
+	ShutdownGracePeriodCriticalPods  time.Duration     `config:"shutdown_grace_period_critical_pods"`
+	ShutdownGracePeriodByPodPriority map[string]string `config:"shutdown_grace_period_by_pod_priority"`
 
 	PluginHost PluginHost `config:"plugin_host"`
 	// Plugins are the plugin "<kind>" "<name>" blocks, sorted by kind, then name.
@@ -318,11 +327,12 @@ func Defaults() *Config {
 			Mode:    "Webhook",
 			Webhook: WebhookAuthorization{CacheAuthorizedTTL: 5 * time.Minute, CacheUnauthorizedTTL: 30 * time.Second},
 		},
-		CgroupDriver:               "cgroupfs",
-		CgroupRoot:                 "/",
-		EvictionMonitoringInterval: 10 * time.Second,
-		EvictionMaxPodsPerCycle:    1,
-		KernelMemcgNotification:    true,
+		CgroupDriver:                     "cgroupfs",
+		CgroupRoot:                       "/",
+		EvictionMonitoringInterval:       10 * time.Second,
+		EvictionMaxPodsPerCycle:          1,
+		KernelMemcgNotification:          true,
+		ShutdownGracePeriodByPodPriority: map[string]string{},
 		PluginHost: PluginHost{
 			StartTimeout:      10 * time.Second,
 			CallTimeout:       2 * time.Second,

@@ -226,6 +226,19 @@ container_log_max_workers = 0
 			},
 		},
 		{
+			name: "validation of graceful node shutdown",
+			src: sources{main: `shutdown_grace_period = "1500ms"
+shutdown_grace_period_critical_pods = "10s"
+shutdown_grace_period_by_pod_priority = { "high" = "10s", "0" = "-1s" }
+`},
+			want: []string{
+				`{main}:1: shutdown_grace_period: expected zero or whole seconds of at least 1s, got 1.5s`,
+				`{main}:2: shutdown_grace_period_critical_pods: must be at most shutdown_grace_period (1.5s), got 10s`,
+				`{main}:3: shutdown_grace_period_by_pod_priority: priority 0: expected a duration of whole seconds such as "30s", got "-1s"`,
+				`{main}:3: shutdown_grace_period_by_pod_priority: cannot be set with shutdown_grace_period or shutdown_grace_period_critical_pods`,
+			},
+		},
+		{
 			// The agent cannot run it yet: config validate must say so too.
 			name: "the systemd cgroup driver",
 			src:  sources{main: "cgroup_driver = \"systemd\"\n"},

@@ -69,6 +69,7 @@ func (c *Config) validate() Errors {
 		v.fail("allowed_unsafe_sysctls", "%v", err)
 	}
 	v.containerLogs()
+	v.shutdown()
 	if c.CNIBridgeConfig && c.PodCIDR == "" {
 		v.fail("cni_bridge_config", "needs pod_cidr: the bridge network's addresses come from it")
 	}
@@ -241,14 +242,15 @@ func (v *validator) atLeast(key string, value, lowest int) {
 	}
 }
 
-// positiveDurations checks that every duration key is above zero.
+// positiveDurations checks that every duration key is above zero, or zero
+// where zero turns something off (zeroDurations).
 func (v *validator) positiveDurations() {
 	cv := reflect.ValueOf(v.c).Elem()
 	for _, f := range agentSchema.fields {
 		if f.kind != valueKinds[reflect.TypeFor[time.Duration]()] {
 			continue
 		}
-		if d := time.Duration(cv.FieldByIndex(f.index).Int()); d <= 0 {
+		if d := time.Duration(cv.FieldByIndex(f.index).Int()); d < 0 || d == 0 && !zeroDurations[f.key] {
 			v.fail(f.key, "expected a positive duration, got %q", d.String())
 		}
 	}

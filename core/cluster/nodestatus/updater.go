@@ -62,6 +62,9 @@ type Options struct {
 	// Outage is the node's log of the API server's outages, as the updater
 	// sees them; nil logs them on its own.
 	Outage *apiclient.Outage
+	// Kick asks for a sync at once (the node started or stopped shutting
+	// down, upstream's syncNodeStatus call); nil: the period only.
+	Kick   <-chan struct{}
 	Logger hclog.Logger
 	// Clock is the real one when nil.
 	Clock clock.WithTicker
@@ -143,6 +146,8 @@ func (u *Updater) Run(ctx context.Context) {
 			u.registered = false
 			u.sync(ctx)
 		case <-tick.C():
+			u.sync(ctx)
+		case <-u.opts.Kick:
 			u.sync(ctx)
 		case <-readyCheck.C():
 			// Until the node is posted Ready, post as soon as it is:

@@ -40,3 +40,25 @@ func EvictedStatusFunc(pod *v1.Pod, message string) func(*v1.PodStatus) {
 		})
 	}
 }
+
+// ShutdownStatusFunc returns the status change of a pod stopped for the
+// node's shutdown, as upstream's node shutdown manager: Failed unless it
+// already Succeeded, the reason and message, and a DisruptionTarget
+// condition (reason TerminationByKubelet). Pass it as the kill's
+// PodStatusFunc.
+func ShutdownStatusFunc(pod *v1.Pod, reason, message string) func(*v1.PodStatus) {
+	return func(s *v1.PodStatus) {
+		if s.Phase != v1.PodSucceeded {
+			s.Phase = v1.PodFailed
+		}
+		s.Reason = reason
+		s.Message = message
+		s.Conditions = replaceOrAppendCondition(s.Conditions, &v1.PodCondition{
+			Type:               v1.DisruptionTarget,
+			ObservedGeneration: pod.Generation,
+			Status:             v1.ConditionTrue,
+			Reason:             v1.PodReasonTerminationByKubelet,
+			Message:            message,
+		})
+	}
+}

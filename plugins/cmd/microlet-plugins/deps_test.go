@@ -11,7 +11,8 @@ import (
 // in it. The executable links one k8s.io package, the upstream device
 // plugin API that the devices bridge speaks (k8s.io/apimachinery alone
 // would add gogo protobuf, cbor and sigs.k8s.io/json); hostdev, the
-// vendor-style devices plugin, links none at all.
+// vendor-style devices plugin, links none at all. The D-Bus client
+// (graceful node shutdown) is the core's alone.
 func TestPluginsStayLean(t *testing.T) {
 	for pkg, allowed := range map[string][]string{
 		".": {"k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"},
@@ -32,7 +33,7 @@ func TestPluginsStayLean(t *testing.T) {
 					continue next
 				}
 			}
-			for _, heavy := range []string{"k8s.io/", "sigs.k8s.io/", "github.com/gogo/", "github.com/fxamacker/cbor", "gopkg.in/inf.v0"} {
+			for _, heavy := range []string{"k8s.io/", "sigs.k8s.io/", "github.com/gogo/", "github.com/fxamacker/cbor", "gopkg.in/inf.v0", "github.com/godbus/"} {
 				if strings.HasPrefix(dep, heavy) {
 					t.Errorf("%s links %s", pkg, dep)
 				}

@@ -44,8 +44,9 @@ type nodeOptions struct {
 	// Plugins and Images as in pressuree2e.Options.
 	Plugins []pressuree2e.Plugin
 	Images  []devnode.Image
-	// RegistryCAs as in pressuree2e.Options.
+	// RegistryCAs and Env as in pressuree2e.Options.
 	RegistryCAs map[string]string
+	Env         []string
 }
 
 // clusterNode is a microlet joined to the control plane.
@@ -112,7 +113,7 @@ func startNode(t testing.TB, opts nodeOptions) *clusterNode {
 	})
 	maps.Copy(settings, opts.Settings)
 	n.Node = pressuree2e.Start(t, pressuree2e.Options{NodeName: opts.Name, Settings: settings,
-		Plugins: opts.Plugins, Images: opts.Images, RegistryCAs: opts.RegistryCAs})
+		Plugins: opts.Plugins, Images: opts.Images, RegistryCAs: opts.RegistryCAs, Env: opts.Env})
 	return n
 }
 

@@ -41,6 +41,7 @@ func (c *coreProcess) hasExited() bool {
 func (n *testNode) startCore(check string) {
 	n.t.Helper()
 	cmd := microletCommand("--config", n.configPath)
+	cmd.Env = append(cmd.Env, n.env...)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
 	if err := cmd.Start(); err != nil {
 		n.t.Fatalf("starting microlet: %v", err)

@@ -49,6 +49,8 @@ type nodeOptions struct {
 	// registryCAs are registries the devnode's containerd trusts
 	// (devnode.Options.RegistryCAs).
 	registryCAs map[string]string
+	// env are extra environment variables of the core ("NAME=value").
+	env []string
 }
 
 // testNode is a private containerd plus the real microlet process on it.
@@ -67,6 +69,7 @@ type testNode struct {
 	plugins       []plugin
 	settings      []string
 	bridgeNetwork bool
+	env           []string
 
 	// log is what every run of the core wrote (its plugins' lines included).
 	log  *e2e.SyncBuffer
@@ -81,7 +84,7 @@ type testNode struct {
 func startNode(t *testing.T, opts nodeOptions) *testNode {
 	t.Helper()
 	prereq.Root(t, "the node runs containerd and makes cgroups")
-	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins, settings: opts.settings, bridgeNetwork: opts.bridgeNetwork}
+	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: opts.plugins, settings: opts.settings, bridgeNetwork: opts.bridgeNetwork, env: opts.env}
 	if n.plugins == nil {
 		n.plugins = defaultPlugins()
 	}

@@ -70,6 +70,8 @@ type Options struct {
 	// RegistryCAs as devnode.Options.RegistryCAs: registries the node's
 	// containerd trusts.
 	RegistryCAs map[string]string
+	// Env are extra environment variables of the core ("NAME=value").
+	Env []string
 }
 
 // DefaultPlugins are the plugins a node runs unless a test says otherwise.
@@ -192,7 +194,7 @@ func (n *Node) WriteConfig(plugins []Plugin) {
 func (n *Node) startCore() {
 	n.t.Helper()
 	cmd := exec.Command(filepath.Join(BinDir, "microlet"), "--config", n.ConfigPath)
-	cmd.Env = e2e.CoreEnv()
+	cmd.Env = append(e2e.CoreEnv(), n.opts.Env...)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
 	if err := cmd.Start(); err != nil {
 		n.t.Fatalf("starting microlet: %v", err)
