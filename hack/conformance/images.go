@@ -18,7 +18,8 @@ import (
 // busybox httpd serving the directory the original serves.
 //
 // They differ from the originals where no spec of the focused set looks:
-// agnhost lacks bind-tools, curl, iperf and coredns; nginx and httpd are not
+// agnhost lacks bind-tools, iperf and coredns, and its curl and nc are
+// hack/tools/conformance/nettools; nginx and httpd are not
 // nginx and Apache.
 func suiteImages(kubeBin, agnhostSrc string) []devnode.Image {
 	busybox := devnode.BusyboxImage("registry.k8s.io/e2e-test-images/busybox:1.37.0-1")
@@ -45,6 +46,11 @@ func suiteImages(kubeBin, agnhostSrc string) []devnode.Image {
 		{Path: "/etc/group", Content: bytes("root:x:0:\nnobody:x:65534:\nuser-defined-in-image:x:1000:\n" +
 			"group-defined-in-image:x:50000:user-defined-in-image\n")},
 		{Path: "/home/user-defined-in-image", Mode: fs.ModeDir | 0o755},
+		// Ahead of busybox's on PATH: Alpine's curl and nc (UDP) in the
+		// original.
+		{Path: "/usr/local/bin/nettools", Mode: 0o755, Content: devnode.HostFile(filepath.Join(kubeBin, "nettools"))},
+		{Path: "/usr/local/bin/curl", Mode: fs.ModeSymlink, Link: "nettools"},
+		{Path: "/usr/local/bin/nc", Mode: fs.ModeSymlink, Link: "nettools"},
 	})
 	agnhost.Entrypoint, agnhost.Cmd = []string{"/agnhost"}, []string{"pause"}
 
@@ -77,7 +83,7 @@ func suiteImages(kubeBin, agnhostSrc string) []devnode.Image {
 // checkImageParts fails, naming the fix, when a program the images hold
 // is not built.
 func checkImageParts(kubeBin, agnhostSrc string) error {
-	for _, p := range []string{filepath.Join(kubeBin, "agnhost"), filepath.Join(kubeBin, "nonewprivs"),
+	for _, p := range []string{filepath.Join(kubeBin, "agnhost"), filepath.Join(kubeBin, "nonewprivs"), filepath.Join(kubeBin, "nettools"),
 		filepath.Join(agnhostSrc, "porter", "localhost.crt")} {
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("image part missing (hack/tools/conformance/build.sh builds it): %w", err)
