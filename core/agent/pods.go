@@ -169,6 +169,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 	reasons := status.NewReasonCache()
 	p.statuses = status.NewManager(a.log.Named("status"), nil)
 	generator := &status.Generator{RuntimeName: v.GetRuntimeName(), NodeIPs: nodeIPs, Reasons: reasons}
+	generator.ShouldEvict = syncloop.ActiveDeadline(p.statuses, a.recorder)
 	loopOpts := syncloop.Options{
 		Config:       p.config,
 		Runtime:      p.runtime,
