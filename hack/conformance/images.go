@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/microlet/microlet/internal/devnode"
 )
@@ -23,6 +25,7 @@ import (
 // nginx and Apache.
 func suiteImages(kubeBin, agnhostSrc string) []devnode.Image {
 	busybox := devnode.BusyboxImage("registry.k8s.io/e2e-test-images/busybox:1.37.0-1")
+	busybox.Layers = append(busybox.Layers, binApplets(busyboxBin))
 	on := func(ref string, extra devnode.FileLayer) devnode.Image {
 		img := busybox
 		img.Ref = ref
@@ -51,6 +54,10 @@ func suiteImages(kubeBin, agnhostSrc string) []devnode.Image {
 		{Path: "/usr/local/bin/nettools", Mode: 0o755, Content: devnode.HostFile(filepath.Join(kubeBin, "nettools"))},
 		{Path: "/usr/local/bin/curl", Mode: fs.ModeSymlink, Link: "nettools"},
 		{Path: "/usr/local/bin/nc", Mode: fs.ModeSymlink, Link: "nettools"},
+		// Alpine's shell, unlike Debian's busybox, finds nc on PATH:
+		// busybox's ash runs its own applets first.
+		{Path: "/bin/bash", Mode: 0o755, Content: devnode.HostFile(bashStatic)},
+		{Path: "/bin/sh", Mode: fs.ModeSymlink, Link: "bash"},
 	})
 	agnhost.Entrypoint, agnhost.Cmd = []string{"/agnhost"}, []string{"pause"}
 
@@ -80,13 +87,39 @@ func suiteImages(kubeBin, agnhostSrc string) []devnode.Image {
 	}
 }
 
+// busyboxBin is Debian's busybox-static; bashStatic is Debian's
+// bash-static.
+const (
+	busyboxBin = "/bin/busybox"
+	bashStatic = "/bin/bash-static"
+)
+
+// binApplets is a layer with every applet of the busybox binary it names
+// in /bin, where the busybox image has them all: specs run /bin/sysctl,
+// which Debian's busybox lists under /sbin.
+type binApplets string
+
+func (b binApplets) Files() ([]devnode.File, error) {
+	out, err := exec.Command(string(b), "--list").Output()
+	if err != nil {
+		return nil, fmt.Errorf("list the applets of %s: %w", b, err)
+	}
+	var files []devnode.File
+	for _, name := range strings.Fields(string(out)) {
+		if name != "busybox" {
+			files = append(files, devnode.File{Path: "/bin/" + name, Mode: fs.ModeSymlink, Link: "busybox"})
+		}
+	}
+	return files, nil
+}
+
 // checkImageParts fails, naming the fix, when a program the images hold
 // is not built.
 func checkImageParts(kubeBin, agnhostSrc string) error {
 	for _, p := range []string{filepath.Join(kubeBin, "agnhost"), filepath.Join(kubeBin, "nonewprivs"), filepath.Join(kubeBin, "nettools"),
-		filepath.Join(agnhostSrc, "porter", "localhost.crt")} {
+		filepath.Join(agnhostSrc, "porter", "localhost.crt"), bashStatic} {
 		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("image part missing (hack/tools/conformance/build.sh builds it): %w", err)
+			return fmt.Errorf("image part missing (hack/tools/conformance/build.sh builds the programs; apt-get install bash-static): %w", err)
 		}
 	}
 	return nil

@@ -75,6 +75,9 @@ func run(bin, focus, skip string, procs int, reportDir string, extra []string, l
 	if err != nil {
 		return err
 	}
+	if err := installBashStatic(log); err != nil {
+		return err
+	}
 	if err := checkImageParts(kubeBin, agnhostSrc); err != nil {
 		return err
 	}
@@ -160,6 +163,21 @@ authentication {
 		return fmt.Errorf("the suite failed (%v): %s", err, filepath.Join(reportDir, "junit.xml"))
 	}
 	return err
+}
+
+// installBashStatic installs Debian's bash-static, the agnhost image's
+// shell, when it is missing.
+func installBashStatic(log hclog.Logger) error {
+	if _, err := os.Stat(bashStatic); err == nil {
+		return nil
+	}
+	log.Info("installing bash-static")
+	cmd := exec.Command("apt-get", "install", "-y", "--no-install-recommends", "bash-static")
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("apt-get install bash-static: %w: %s", err, out)
+	}
+	return nil
 }
 
 // agnhostSource is the directory of agnhost's sources in the module cache,
