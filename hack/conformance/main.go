@@ -153,9 +153,10 @@ authentication {
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(kubeBin, "ginkgo"), append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	// Ctrl-C: ginkgo stops its processes and still writes the report.
+	// Ctrl-C: ginkgo interrupts the running specs, waits for their cleanup
+	// and still writes the report; that can take minutes.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = time.Minute
+	cmd.WaitDelay = 5 * time.Minute
 	err = cmd.Run()
 	copyLog(node.LogPath, filepath.Join(reportDir, "microlet.log"), log)
 	var exit *exec.ExitError
