@@ -128,7 +128,7 @@ cluster: build kube-tools
 # The upstream node conformance suite ([NodeConformance], no serial, slow,
 # disruptive, flaky or feature-gated specs) against a cluster of one
 # microlet node, with the suite's images built from local parts
-# (docs/conformance.md). Needs root; about an hour, so not part of `make
+# (docs/conformance.md). Needs root; about 30 minutes, so not part of `make
 # test`. CONFORMANCE_ARGS go to hack/conformance (e.g. -procs 2).
 conformance: build kube-tools
 	bash hack/tools/conformance/build.sh $(CACHE)/kube/bin
