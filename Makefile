@@ -22,7 +22,7 @@ BUNDLE       := $(OUT)/microlet-plugins
 EXAMPLE_DIRS := $(sort $(dir $(wildcard examples/plugins/microlet-*/main.go)))
 EXAMPLE_BINS := $(foreach d,$(EXAMPLE_DIRS),$(OUT)/$(notdir $(d:/=)))
 
-.PHONY: all build core plugins builtin-plugins test test-unit test-race test-e2e proto proto-lint proto-breaking tools kube-tools bench run cluster clean
+.PHONY: all build core plugins builtin-plugins test test-unit test-race test-e2e proto proto-lint proto-breaking tools kube-tools bench run cluster conformance clean
 
 all: build
 
@@ -128,6 +128,16 @@ run: build
 cluster: build kube-tools
 	$(GO) build -o $(TOOLS)/microlet-cluster ./hack/cluster
 	KUBE_TOOLS_BIN=$(CACHE)/kube/bin $(TOOLS)/microlet-cluster -bin $(OUT) -manifests examples/manifests
+
+# The upstream node conformance suite ([NodeConformance], no serial, slow,
+# disruptive, flaky or feature-gated specs) against a cluster of one
+# microlet node, with the suite's images built from local parts
+# (docs/conformance.md). Needs root; about 30 minutes, so not part of `make
+# test`. CONFORMANCE_ARGS go to hack/conformance (e.g. -procs 2).
+conformance: build kube-tools
+	bash hack/tools/conformance/build.sh $(CACHE)/kube/bin
+	$(GO) build -o $(TOOLS)/microlet-conformance ./hack/conformance
+	KUBE_TOOLS_BIN=$(CACHE)/kube/bin $(TOOLS)/microlet-conformance -bin $(OUT) -report-dir $(CURDIR)/_output/conformance $(CONFORMANCE_ARGS)
 
 clean:
 	rm -rf $(CURDIR)/_output

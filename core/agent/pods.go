@@ -194,6 +194,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 	reasons := status.NewReasonCache()
 	p.statuses = status.NewManager(a.log.Named("status"), nil)
 	generator := &status.Generator{RuntimeName: v.GetRuntimeName(), NodeIPs: nodeIPs, Reasons: reasons, Resizes: resizes}
+	generator.ShouldEvict = syncloop.ActiveDeadline(p.statuses, a.recorder)
 	loopOpts := syncloop.Options{
 		Config:       p.config,
 		Runtime:      p.runtime,

@@ -260,7 +260,7 @@ func (k *Kubelet) close() error {
 	add("remove log symlinks", removeSymlinksInto(legacyContainerLogsDir, k.podLogsDir))
 	add("remove device plugin files", removeDevicePluginFiles())
 	add("remove cgroups", RemoveCgroup(k.CgroupRoot))
-	mountsErr := unmountUnder(k.RootDir)
+	mountsErr := UnmountUnder(k.RootDir)
 	add("unmount", mountsErr)
 	if mountsErr == nil {
 		add("remove the root directory", os.RemoveAll(k.RootDir))

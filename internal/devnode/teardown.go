@@ -108,7 +108,7 @@ func (n *Node) teardown(ctx context.Context) (clean bool, err error) {
 	add("delete leftover containers", n.deleteRuncContainers())
 	add("kill leftover shims", n.killShims())
 	add("CNI DEL of leftover attachments", cniDelLeftovers(ctx, n.Network, n.sandboxDirs()))
-	mountsErr := unmountUnder(n.Dir, n.RunDir)
+	mountsErr := UnmountUnder(n.Dir, n.RunDir)
 	add("unmount", mountsErr)
 	add("delete the bridge", deleteLink(n.Bridge))
 	if n.conn != nil {
@@ -219,9 +219,11 @@ func shimSocket(pid int, address string) string {
 	return filepath.Join(shimSocketDir, hex.EncodeToString(sum[:]))
 }
 
-// unmountUnder unmounts every mount at or below the given directories,
-// deepest first, lazily when busy. It fails if any mount is left.
-func unmountUnder(dirs ...string) error {
+// UnmountUnder unmounts every mount at or below the given directories,
+// deepest first, lazily when busy. It fails if any mount is left. An agent
+// that ran on the node leaves its pods' volume mounts (tmpfs) below its
+// root directory, as the kubelet does when it stops.
+func UnmountUnder(dirs ...string) error {
 	var prefixes []string
 	for _, d := range dirs {
 		prefixes = append(prefixes, d)

@@ -128,7 +128,8 @@ func (n *Node) Wait(ctx context.Context) error {
 }
 
 // Close stops the core (SIGTERM, SIGKILL after coreStopTimeout), then
-// every pod and containerd, removes the pod cgroups and the node's files.
+// every pod and containerd, removes the pod cgroups, the volume mounts the
+// core left and the node's files.
 func (n *Node) Close() error {
 	var errs []error
 	if n.core != nil {
@@ -145,6 +146,10 @@ func (n *Node) Close() error {
 		// Close stops and removes every pod, then containerd; the pod
 		// cgroups go after them.
 		errs = append(errs, n.Dev.Close(), devnode.RemoveCgroup(n.opts.CgroupRoot))
+	}
+	// The core leaves its pods' volume mounts behind, as the kubelet does.
+	if err := devnode.UnmountUnder(n.Dir); err != nil {
+		return errors.Join(append(errs, err)...)
 	}
 	errs = append(errs, os.RemoveAll(n.Dir))
 	return errors.Join(errs...)

@@ -1,6 +1,8 @@
 package status
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -8,7 +10,23 @@ import (
 const (
 	// EvictedReason is the reason of an evicted pod's Failed phase.
 	EvictedReason = "Evicted"
+	// DeadlineExceededReason and DeadlineExceededMessage are the reason
+	// and message of a pod failed for its spec.activeDeadlineSeconds
+	// (upstream's active deadline handler; the event's reason too).
+	DeadlineExceededReason  = "DeadlineExceeded"
+	DeadlineExceededMessage = "Pod was active on the node longer than the specified deadline"
 )
+
+// PastActiveDeadline says whether the pod has been active on the node for
+// its spec.activeDeadlineSeconds or longer, counted from the start time of
+// st (the status manager's, else the pod's own), as upstream's
+// activeDeadlineHandler: a pod without a deadline or a start time never is.
+func PastActiveDeadline(pod *v1.Pod, st v1.PodStatus, now time.Time) bool {
+	if pod.Spec.ActiveDeadlineSeconds == nil || st.StartTime == nil {
+		return false
+	}
+	return now.Sub(st.StartTime.Time) >= time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second
+}
 
 // RejectedStatus is the status of a pod that admission refused, as
 // upstream's rejectPod: Failed, with the admission's reason (such as

@@ -213,7 +213,7 @@ func (l *Loop) Run(ctx context.Context) {
 		case uid := <-l.opts.ProbeUpdates:
 			l.syncKnown(uid)
 		case <-syncTicker.C:
-			for _, uid := range l.queue.GetWork() {
+			for _, uid := range append(l.queue.GetWork(), l.pastDeadline()...) {
 				l.syncKnown(uid)
 			}
 		case <-housekeeping.C:

@@ -127,8 +127,5 @@ func (l *Loop) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, rs *container
 
 // previousStatus is the status the manager holds, or else the pod's own.
 func (l *Loop) previousStatus(pod *v1.Pod) v1.PodStatus {
-	if st, ok := l.opts.Statuses.GetPodStatus(pod.UID); ok {
-		return st
-	}
-	return pod.Status
+	return currentStatus(l.opts.Statuses, pod)
 }
