@@ -63,6 +63,7 @@ func Serve[C any](info Info, p Plugin[C]) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  transport.Handshake,
 		VersionedPlugins: transport.PluginSet(gp),
+		TLSProvider:      transport.ServerTLS,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			opts = append(opts,
 				grpc.MaxRecvMsgSize(transport.MaxMessageBytes),

@@ -64,13 +64,16 @@ func TestStdoutBeforeTheHandshake(t *testing.T) {
 // SDK breaks the handshake.
 func TestStdoutWithoutTheGuard(t *testing.T) {
 	binary := sdktest.Build(t, "./internal/testplugins/unguarded")
-	cfg := transport.ClientConfig(exec.Command(binary), hclog.NewNullLogger())
+	cfg, _, err := transport.ClientConfig(exec.Command(binary), hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The plugin does not inherit TMPDIR: without a socket directory its
 	// socket would be left in /tmp when the failed launch kills it.
 	cfg.UnixSocketConfig = &plugin.UnixSocketConfig{TempDir: t.TempDir()}
 	client := plugin.NewClient(cfg)
 	t.Cleanup(client.Kill)
-	_, err := client.Client()
+	_, err = client.Client()
 	if err == nil || !strings.Contains(err.Error(), "Unrecognized remote plugin message: unguarded: printed in init") {
 		t.Fatalf("launching a plugin that prints before the handshake without the SDK: %v; want the handshake to fail", err)
 	}

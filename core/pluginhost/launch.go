@@ -50,11 +50,14 @@ func (h *Host) launch(ctx context.Context, spec resolvedSpec, mode launchMode) (
 	// started is how the goroutine that watches ctx learns of the runner,
 	// which go-plugin creates inside Client().
 	var started atomic.Pointer[processRunner]
-	// The transport's launch settings (gRPC only, AutoMTLS, no host
+	// The transport's launch settings (gRPC only, mutual TLS, no host
 	// environment, bounded messages), started by our own runner.
-	config := transport.ClientConfig(nil, exitLogger{Logger: h.opts.Logger.Named("plugin").Named(string(spec.Kind)), pr: pr})
+	config, tlsEnv, err := transport.ClientConfig(nil, exitLogger{Logger: h.opts.Logger.Named("plugin").Named(string(spec.Kind)), pr: pr})
+	if err != nil {
+		return nil, err
+	}
 	config.RunnerFunc = func(logger hclog.Logger, template *exec.Cmd, _ string) (runner.Runner, error) {
-		r, err := newProcessRunner(logger, template, bin, spec.Name, spec.Args, processEnv(spec, h.opts.LogLevel))
+		r, err := newProcessRunner(logger, template, bin, spec.Name, spec.Args, append(processEnv(spec, h.opts.LogLevel), tlsEnv...))
 		if err != nil {
 			return nil, err
 		}

@@ -110,7 +110,7 @@ func InProcess[C any](t testing.TB, info sdk.Info, p sdk.Plugin[C], opts ...Opti
 }
 
 // Subprocess launches the plugin binary at binaryPath as the core does
-// (transport.ClientConfig: gRPC, AutoMTLS, the shared handshake, no
+// (transport.ClientConfig: gRPC, mutual TLS, the shared handshake, no
 // inherited environment) and kills it when the test ends. Its log lines go
 // to the test log.
 func Subprocess(t testing.TB, binaryPath string, opts ...Option) *Harness {
@@ -118,7 +118,10 @@ func Subprocess(t testing.TB, binaryPath string, opts ...Option) *Harness {
 	o := collectOptions(opts)
 	cmd := exec.Command(binaryPath)
 	cmd.Env = append([]string{transport.EnvLogLevel + "=debug"}, o.env...)
-	cfg := transport.ClientConfig(cmd, newTestLogger(t, "plugin"))
+	cfg, _, err := transport.ClientConfig(cmd, newTestLogger(t, "plugin"))
+	if err != nil {
+		t.Fatalf("sdktest: launch %s: %v", binaryPath, err)
+	}
 	if o.stderr != nil {
 		cfg.Stderr = o.stderr
 	}

@@ -78,23 +78,33 @@ func PluginSet(p *GRPCPlugin) map[int]plugin.PluginSet {
 	return map[int]plugin.PluginSet{ProtocolVersion: {PluginName: p}}
 }
 
-// ClientConfig is how a plugin binary is launched: gRPC only, AutoMTLS (only
-// the process that launched the plugin can talk to it), none of the
-// launcher's environment (cmd.Env is all the plugin gets, besides
-// go-plugin's own variables), and messages bounded by MaxMessageBytes both
-// ways. The core may add its runner, socket directory and start timeout;
-// sdktest uses it as it is.
-func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *plugin.ClientConfig {
+// ClientConfig is how a plugin binary is launched: gRPC only, mutual TLS
+// with certificates made for this launch (only the process that launched
+// the plugin can talk to it; see launchTLS), none of the launcher's
+// environment (cmd.Env is all the plugin gets, besides go-plugin's own
+// variables), and messages bounded by MaxMessageBytes both ways. env is
+// what the plugin process needs in its environment for TLS: ClientConfig
+// adds it to cmd.Env; a launcher with a RunnerFunc (cmd nil) adds it to the
+// process it starts. The core may add its runner, socket directory and
+// start timeout; sdktest uses it as it is.
+func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) (config *plugin.ClientConfig, env []string, err error) {
+	tlsConfig, env, err := launchTLS()
+	if err != nil {
+		return nil, nil, err
+	}
+	if cmd != nil {
+		cmd.Env = append(cmd.Env, env...)
+	}
 	return &plugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: PluginSet(&GRPCPlugin{}),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
+		TLSConfig:        tlsConfig,
 		SkipHostEnv:      true,
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(MaxMessageBytes),
 			grpc.MaxCallSendMsgSize(MaxMessageBytes))},
 		Logger: logger,
-	}
+	}, env, nil
 }

@@ -108,7 +108,7 @@ func withGOMAXPROCS(b *testing.B, procs int) {
 	b.Cleanup(func() { runtime.GOMAXPROCS(previous) })
 }
 
-// BenchmarkCallRoundTrip: GetIdentity through a pluginhost.Client over AutoMTLS
+// BenchmarkCallRoundTrip: GetIdentity through a pluginhost.Client over mutual TLS
 // to a real plugin process, with the caller at 1 P (the core's default) and
 // at 2, and at 1 P with the caller and the plugin on one CPU.
 //
@@ -196,7 +196,7 @@ func pinThreads(b *testing.B, set *unix.CPUSet) {
 }
 
 // BenchmarkColdStart: from Reconcile of a new plugin to its first answered
-// call: trust checks and hash, exec, handshake, AutoMTLS, identity,
+// call: trust checks and hash, exec, handshake, TLS, identity,
 // configure, health check, first call.
 func BenchmarkColdStart(b *testing.B) {
 	withGOMAXPROCS(b, 1)
