@@ -74,5 +74,8 @@ func (m *Manager) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) (D
 	if !d.Admit && d.Reason == "" {
 		d.Reason = ReasonUnknown
 	}
+	if d.Admit && m.cpu != nil {
+		return m.allocateCPUs(ctx, pod)
+	}
 	return d, nil
 }
