@@ -120,6 +120,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.checks.sync()
 	a.logPlugins()
 	pods.run(ctx)
+	go a.servePodResources(ctx, pods)
 	if cluster != nil && a.cfg.RegisterNode {
 		a.runNodeStatus(ctx, cluster, pods)
 	}

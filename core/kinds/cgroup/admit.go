@@ -75,7 +75,7 @@ func (m *Manager) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) (D
 		d.Reason = ReasonUnknown
 	}
 	if d.Admit && m.cpu != nil {
-		return m.allocateCPUs(ctx, pod)
+		return m.allocateCPUs(ctx, pod, admitted)
 	}
 	return d, nil
 }

@@ -52,6 +52,10 @@ type cpuManager struct {
 	// itself; known once it answered (guarded by Manager.mu).
 	reserved cpuset.CPUSet
 	known    bool
+	// restored are the pods whose CPUs came from the state file and that
+	// admission has not seen since; the others hold CPUs only while
+	// admitted.
+	restored map[string]bool
 }
 
 func newCPUManager(rootDir, sysfs string) (*cpuManager, error) {
@@ -67,17 +71,29 @@ func newCPUManager(rootDir, sysfs string) (*cpuManager, error) {
 	if missing := state.exclusive().Difference(online); missing.Size() > 0 {
 		return nil, fmt.Errorf("cpumanager: the state %s assigns CPUs %s, which are not online; drain the node and remove it", path, missing)
 	}
-	return &cpuManager{path: path, online: online, infos: infos, state: state, written: map[string]string{}, kick: make(chan struct{}, 1)}, nil
+	restored := map[string]bool{}
+	for uid := range state.assigned {
+		restored[uid] = true
+	}
+	return &cpuManager{path: path, online: online, infos: infos, state: state, written: map[string]string{}, kick: make(chan struct{}, 1), restored: restored}, nil
 }
 
 // allocateCPUs asks the plugin which of a newly admitted pod's containers
 // get CPUs for themselves, checks and keeps the answer. A pod that already
-// has its CPUs (admitted again after a restart) keeps them. An answer that
-// fails the checks is treated as the plugin being down: the pod waits.
-func (m *Manager) allocateCPUs(ctx context.Context, pod *v1.Pod) (Decision, error) {
+// has its CPUs (admitted again after a restart) keeps them. CPUs of pods
+// no longer admitted (rejected by a later admitter, say) are released
+// first. An answer that fails the checks is treated as the plugin being
+// down: the pod waits.
+func (m *Manager) allocateCPUs(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) (Decision, error) {
 	c := m.cpu
+	for _, uid := range m.notAdmitted(pod, admitted) {
+		if err := m.releaseCPUs(uid); err != nil {
+			return Decision{Reason: ReasonUnexpectedAdmissionError, Message: err.Error()}, nil
+		}
+	}
 	m.mu.Lock()
 	_, has := c.state.assigned[string(pod.UID)]
+	delete(c.restored, string(pod.UID))
 	var assigned []*cgroupv1.CPUAssignment
 	for uid, containers := range c.state.assigned {
 		for name, set := range containers {
@@ -118,6 +134,20 @@ func (m *Manager) allocateCPUs(ctx context.Context, pod *v1.Pod) (Decision, erro
 	}
 	c.reserved, c.known = reserved, true
 	return Decision{Admit: true}, nil
+}
+
+// notAdmitted are the pods holding CPUs that are neither pod nor admitted
+// nor restored from the state file and not yet admitted again.
+func (m *Manager) notAdmitted(pod *v1.Pod, admitted []*v1.Pod) []types.UID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []types.UID
+	for uid := range m.cpu.state.assigned {
+		if uid != string(pod.UID) && !m.cpu.restored[uid] && !slices.ContainsFunc(admitted, func(p *v1.Pod) bool { return string(p.UID) == uid }) {
+			out = append(out, types.UID(uid))
+		}
+	}
+	return out
 }
 
 func (m *Manager) askCPUs(ctx context.Context, pod *v1.Pod, assigned []*cgroupv1.CPUAssignment) (*cgroupv1.AllocateCPUsResponse, error) {
@@ -306,15 +336,21 @@ func (m *Manager) releaseCPUs(uid types.UID) error {
 	next := &cpuState{policy: c.state.policy, assigned: maps.Clone(c.state.assigned)}
 	strict := c.online.Difference(c.state.exclusive()).Difference(c.state.shared)
 	delete(next.assigned, string(uid))
+	delete(c.restored, string(uid))
 	next.shared = c.online.Difference(next.exclusive()).Difference(strict)
-	return c.commit(next)
+	if err := c.commit(next); err != nil {
+		return err
+	}
+	m.log.Info("released the pod's CPUs to the shared pool", "pod_uid", uid, "shared_pool", next.shared.String())
+	return nil
 }
 
 // reconcileCPUs is upstream's reconcile loop: every running container of a
-// planned pod gets the cpuset it should have (the shared pool shrinks and
+// pod gets the cpuset it should have (the shared pool shrinks and
 // grows as pods take and release CPUs), written again only when it changed
-// since last written; after a restart, every one once. Pods that hold CPUs
-// but are neither active nor have a running container left release them.
+// since last written; after a restart, every one once. Pods restored from
+// the state file that are neither active nor have a running container
+// left (removed while the core was down) release their CPUs.
 func (m *Manager) reconcileCPUs(ctx context.Context) error {
 	c := m.cpu
 	if err := m.learnCPUPolicy(ctx); err != nil {
@@ -331,27 +367,19 @@ func (m *Manager) reconcileCPUs(ctx context.Context) error {
 		return fmt.Errorf("list containers: %w", err)
 	}
 	running := map[string]bool{}
-	type update struct {
-		id, set string
-		res     *runtimeapi.LinuxContainerResources
-	}
+	type update struct{ id, set string }
 	var updates []update
 	m.mu.Lock()
 	live := map[string]bool{}
 	for _, ctr := range containers {
 		uid, name := ctr.GetLabels()[kubelettypes.KubernetesPodUIDLabel], ctr.GetLabels()[kubelettypes.KubernetesContainerNameLabel]
-		running[ctr.GetId()], live[uid] = true, true
-		plan := m.plans[types.UID(uid)]
-		set := c.cpusetFor(types.UID(uid), name)
-		if plan == nil || set == "" || c.written[ctr.GetId()] == set {
+		if uid == "" {
 			continue
 		}
-		res := &runtimeapi.LinuxContainerResources{}
-		if r := plan.resources.Containers[name]; r != nil {
-			res = proto.Clone(r).(*runtimeapi.LinuxContainerResources)
+		running[ctr.GetId()], live[uid] = true, true
+		if set := c.cpusetFor(types.UID(uid), name); set != c.written[ctr.GetId()] {
+			updates = append(updates, update{ctr.GetId(), set})
 		}
-		res.CpusetCpus = set
-		updates = append(updates, update{ctr.GetId(), set, res})
 	}
 	for id := range c.written {
 		if !running[id] {
@@ -361,7 +389,7 @@ func (m *Manager) reconcileCPUs(ctx context.Context) error {
 	var stale []types.UID
 	if m.podsKnown {
 		for uid := range c.state.assigned {
-			if !live[uid] && !slices.ContainsFunc(m.pods, func(p *v1.Pod) bool { return string(p.UID) == uid }) {
+			if c.restored[uid] && !live[uid] && !slices.ContainsFunc(m.pods, func(p *v1.Pod) bool { return string(p.UID) == uid }) {
 				stale = append(stale, types.UID(uid))
 			}
 		}
@@ -373,7 +401,8 @@ func (m *Manager) reconcileCPUs(ctx context.Context) error {
 		errs = append(errs, m.releaseCPUs(uid))
 	}
 	for _, u := range updates {
-		if err := m.opts.Runtime.UpdateContainerResources(ctx, u.id, &runtimeapi.ContainerResources{Linux: u.res}); err != nil {
+		// The cpuset only, as upstream: the runtime keeps the rest.
+		if err := m.opts.Runtime.UpdateContainerResources(ctx, u.id, &runtimeapi.ContainerResources{Linux: &runtimeapi.LinuxContainerResources{CpusetCpus: u.set}}); err != nil {
 			errs = append(errs, fmt.Errorf("update the cpuset of container %s: %w", u.id, err))
 			continue
 		}
