@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 
-	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 	"github.com/microlet/microlet/plugins/cgroup/cpumanager"
+	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 	"github.com/microlet/microlet/sdk"
 )
 
