@@ -185,6 +185,8 @@ cgroup_driver = "cgroupfs"
 cgroup_root = "/"
 # Period of eviction cycles (the kubelet's evictionMonitoringPeriod); memory notifications start one sooner.
 eviction_monitoring_interval = "10s"
+# How often running containers' cpusets are checked against the CPU manager's state (cpuManagerReconcilePeriod); the policy is the cgroup plugin's cpu_manager_policy.
+cpu_manager_reconcile_period = "10s"
 # Most pods evicted in one cycle, whatever the eviction plugin asks; the kubelet evicts one.
 eviction_max_pods_per_cycle = 1
 # Start an eviction cycle at once when the kernel reports memory pressure. Flag --kernel-memcg-notification.

@@ -23,6 +23,13 @@ type CgroupAdmitter interface {
 // CapabilityCgroupAdmit says the plugin implements CgroupAdmitter.
 const CapabilityCgroupAdmit = "cgroup.admit"
 
+// CPUAllocator is optional: the kubelet's CPU manager, deciding which
+// containers get CPUs for themselves. Without it the core runs the
+// kubelet's "none" policy: every container gets every CPU.
+type CPUAllocator interface {
+	AllocateCPUs(ctx context.Context, req *cgroupv1.AllocateCPUsRequest) (*cgroupv1.AllocateCPUsResponse, error)
+}
+
 func adaptCgroup(impl any) (func(grpc.ServiceRegistrar), []string, error) {
 	p, err := mustImplement[CgroupPlanner](impl, "sdk.CgroupPlanner (PlanPod, PlanNode)")
 	if err != nil {
@@ -51,4 +58,12 @@ func (s *cgroupServer) Admit(ctx context.Context, req *cgroupv1.AdmitRequest) (*
 		return nil, unsupported("Admit")
 	}
 	return call(a.Admit(ctx, req))
+}
+
+func (s *cgroupServer) AllocateCPUs(ctx context.Context, req *cgroupv1.AllocateCPUsRequest) (*cgroupv1.AllocateCPUsResponse, error) {
+	a, ok := s.impl.(CPUAllocator)
+	if !ok {
+		return nil, unsupported("AllocateCPUs")
+	}
+	return call(a.AllocateCPUs(ctx, req))
 }

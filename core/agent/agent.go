@@ -129,6 +129,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	pods.run(ctx)
+	go a.servePodResources(ctx, pods)
 	if cluster != nil && a.cfg.RegisterNode {
 		a.runNodeStatus(ctx, cluster, pods)
 	}

@@ -249,6 +249,8 @@ func (a *Agent) newNodeResources(p *pods, reg prometheus.Registerer) error {
 		CgroupRoot:          cfg.CgroupRoot,
 		CgroupDriver:        cfg.CgroupDriver,
 		EvictionReservation: p.evictionReservation,
+		Runtime:             p.cri,
+		CPUReconcilePeriod:  cfg.CPUManagerReconcilePeriod,
 		Registerer:          reg,
 		Logger:              a.log.Named("cgroups"),
 		NodeEvents:          a.nodeEvents,

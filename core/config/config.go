@@ -158,6 +158,10 @@ type Config struct {
 	// EvictionMonitoringInterval is the period of eviction cycles (the
 	// kubelet's evictionMonitoringPeriod).
 	EvictionMonitoringInterval time.Duration `config:"eviction_monitoring_interval"`
+	// CPUManagerReconcilePeriod is how often running containers' cpusets
+	// are checked against the CPU manager's state (the kubelet's
+	// cpuManagerReconcilePeriod); the policy is the cgroup plugin's.
+	CPUManagerReconcilePeriod time.Duration `config:"cpu_manager_reconcile_period"`
 	// EvictionMaxPodsPerCycle bounds the pods evicted in one cycle, whatever
 	// the eviction plugin asks (the kubelet evicts one).
 	EvictionMaxPodsPerCycle int `config:"eviction_max_pods_per_cycle"`
@@ -330,6 +334,7 @@ func Defaults() *Config {
 		CgroupDriver:                     "cgroupfs",
 		CgroupRoot:                       "/",
 		EvictionMonitoringInterval:       10 * time.Second,
+		CPUManagerReconcilePeriod:        10 * time.Second,
 		EvictionMaxPodsPerCycle:          1,
 		KernelMemcgNotification:          true,
 		ShutdownGracePeriodByPodPriority: map[string]string{},

@@ -64,6 +64,8 @@ func (m *Manager) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) (D
 		return Decision{}, ctx.Err()
 	case errors.Is(err, pluginhost.ErrUnavailable):
 		return Decision{}, fmt.Errorf("pod %s waits for the cgroup plugin's admission: %w", podName(pod), err)
+	case status.Code(err) == codes.Unimplemented && m.cpu != nil:
+		return m.allocateCPUs(ctx, pod, admitted)
 	case status.Code(err) == codes.Unimplemented:
 		return Decision{Admit: true}, nil
 	case err != nil:
@@ -73,6 +75,9 @@ func (m *Manager) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) (D
 	d := Decision{Admit: resp.GetAdmit(), Reason: resp.GetReason(), Message: resp.GetMessage()}
 	if !d.Admit && d.Reason == "" {
 		d.Reason = ReasonUnknown
+	}
+	if d.Admit && m.cpu != nil {
+		return m.allocateCPUs(ctx, pod, admitted)
 	}
 	return d, nil
 }

@@ -59,6 +59,15 @@ type Options struct {
 	SingleProcessOOMKill bool
 	// ReapplyInterval; 0 is DefaultReapplyInterval.
 	ReapplyInterval time.Duration
+	// Runtime, when set, turns the CPU manager on: the cgroup plugin's
+	// AllocateCPUs decides exclusive CPUs, kept in RootDir's
+	// cpu_manager_state, and the running containers' cpusets are
+	// reconciled every CPUReconcilePeriod (cpu_manager_reconcile_period;
+	// 0 is DefaultCPUReconcilePeriod).
+	Runtime            CPURuntime
+	CPUReconcilePeriod time.Duration
+	// SysFS is where the node's CPU topology is read; "" is /sys.
+	SysFS string
 	// Registerer, when set, gets kubelet_cgroup_manager_duration_seconds.
 	Registerer prometheus.Registerer
 	Logger     hclog.Logger
@@ -90,6 +99,10 @@ type Manager struct {
 	podsCgroup string
 	// evictionReserved is the last reservation the eviction strategy gave.
 	evictionReserved *typesv1.ResourceList
+	// podsKnown: UpdatePods reported the active pods at least once.
+	podsKnown bool
+	// cpu is the CPU manager; nil without Runtime.
+	cpu *cpuManager
 	// noPluginLogged: the absence of a plugin has been logged since it was
 	// last present.
 	noPluginLogged bool
@@ -134,7 +147,20 @@ func New(opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	var cpu *cpuManager
+	if opts.Runtime != nil {
+		if opts.CPUReconcilePeriod <= 0 {
+			opts.CPUReconcilePeriod = DefaultCPUReconcilePeriod
+		}
+		if opts.SysFS == "" {
+			opts.SysFS = "/sys"
+		}
+		if cpu, err = newCPUManager(opts.RootDir, opts.SysFS); err != nil {
+			return nil, err
+		}
+	}
 	return &Manager{
+		cpu:   cpu,
 		opts:  opts,
 		log:   opts.Logger,
 		tree:  t,
@@ -148,6 +174,9 @@ func New(opts Options) (*Manager, error) {
 // ReapplyInterval, retrying the removal of stuck pod cgroups each time,
 // until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
+	if m.cpu != nil {
+		go m.runCPUReconcile(ctx)
+	}
 	ticker := time.NewTicker(m.opts.ReapplyInterval)
 	defer ticker.Stop()
 	for {

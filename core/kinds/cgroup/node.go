@@ -30,6 +30,7 @@ type nodePlan struct {
 func (m *Manager) UpdatePods(ctx context.Context, pods []*v1.Pod) error {
 	m.mu.Lock()
 	m.pods = slices.Clone(pods)
+	m.podsKnown = true
 	m.mu.Unlock()
 	return m.syncNode(ctx)
 }

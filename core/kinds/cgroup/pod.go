@@ -74,10 +74,15 @@ func (m *Manager) PlanPod(ctx context.Context, pod *v1.Pod) (*podruntime.Resourc
 		return nil, fmt.Errorf("pod %s: %w", podName(pod), err)
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.plans[pod.UID] = plan
 	delete(m.stuck, pod.UID)
-	m.mu.Unlock()
-	return plan.resources, nil
+	if m.cpu == nil {
+		return plan.resources, nil
+	}
+	out := *plan.resources
+	out.Containers = m.cpu.withCPUSets(pod.UID, plan.resources.Containers)
+	return &out, nil
 }
 
 // ensurePodCgroup creates the pod cgroup with its settings when it is
@@ -184,6 +189,9 @@ func (m *Manager) linuxResources(s *cgroupv1.CgroupSettings) *runtimeapi.LinuxCo
 // ReapplyInterval), and the error says so. A pod whose plan is unknown (the
 // core restarted) is looked for in the kubelet's layout.
 func (m *Manager) RemovePod(uid types.UID) error {
+	if err := m.releaseCPUs(uid); err != nil {
+		return fmt.Errorf("release the CPUs of pod %s: %w", uid, err)
+	}
 	m.mu.Lock()
 	plan := m.plans[uid]
 	delete(m.plans, uid)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/microlet/microlet/plugins/cgroup/cpumanager"
 	"github.com/microlet/microlet/sdk"
 )
 
@@ -42,6 +43,15 @@ type Config struct {
 	CPUCFSQuotaPeriod sdk.Duration `json:"cpu_cfs_quota_period"`
 	// PodPidsLimit (podPidsLimit) is each pod's pids.max; -1 or 0: none.
 	PodPidsLimit int64 `json:"pod_pids_limit"`
+	// CPUManagerPolicy (cpuManagerPolicy): "none" or "static" (exclusive
+	// CPUs for Guaranteed pods' containers with integer CPU requests).
+	CPUManagerPolicy string `json:"cpu_manager_policy"`
+	// CPUManagerPolicyOptions (cpuManagerPolicyOptions): full-pcpus-only,
+	// strict-cpu-reservation, "true" or "false".
+	CPUManagerPolicyOptions map[string]string `json:"cpu_manager_policy_options"`
+	// ReservedSystemCPUs (reservedSystemCPUs): CPUs no container gets for
+	// itself, in Linux list form ("0", "0-1").
+	ReservedSystemCPUs string `json:"reserved_system_cpus"`
 }
 
 // SetDefaults applies the kubelet's defaults; the SDK calls it before decoding.
@@ -52,6 +62,7 @@ func (c *Config) SetDefaults() {
 		CPUCFSQuota:            true,
 		CPUCFSQuotaPeriod:      sdk.Duration{Duration: 100 * time.Millisecond},
 		PodPidsLimit:           -1,
+		CPUManagerPolicy:       cpumanager.PolicyNone,
 	}
 }
 
@@ -103,10 +114,18 @@ func (c *Config) Validate() error {
 	if c.PodPidsLimit < -1 {
 		fail("pod_pids_limit", "expected a positive limit, or -1 or 0 for none; got %d", c.PodPidsLimit)
 	}
+	if _, err := c.CPUPolicy(); err != nil {
+		fail("cpu_manager_policy", "%v", err)
+	}
 	if len(errs) > 0 {
 		return errs
 	}
 	return nil
+}
+
+// CPUPolicy is the CPU manager the config asks for.
+func (c *Config) CPUPolicy() (*cpumanager.Policy, error) {
+	return cpumanager.NewPolicy(c.CPUManagerPolicy, c.CPUManagerPolicyOptions, c.ReservedSystemCPUs, c.reserved()[resourceCPU])
 }
 
 // enforcesPods says whether kubepods is limited to capacity minus the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/microlet/microlet/plugins/cgroup/cpumanager"
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 	"github.com/microlet/microlet/sdk"
 )
@@ -12,14 +13,21 @@ import (
 // sdk.Plugin[Config], sdk.CgroupPlanner and sdk.CgroupAdmitter.
 type Plugin struct {
 	cfg atomic.Pointer[Config]
+	cpu atomic.Pointer[cpumanager.Policy]
 }
 
 // Configure keeps the decoded and validated config.
 func (p *Plugin) Configure(_ context.Context, cfg *Config, _ *sdk.Host) error {
+	cpu, err := cfg.CPUPolicy()
+	if err != nil {
+		return sdk.Invalid("cpu_manager_policy: %v", err)
+	}
+	p.cpu.Store(cpu)
 	p.cfg.Store(cfg)
 	sdk.Log().Info("cgroup planner configured", "cgroups_per_qos", cfg.CgroupsPerQOS,
 		"enforce_node_allocatable", cfg.EnforceNodeAllocatable, "cpu_cfs_quota", cfg.CPUCFSQuota,
-		"cpu_cfs_quota_period", cfg.CPUCFSQuotaPeriod.String(), "pod_pids_limit", cfg.PodPidsLimit)
+		"cpu_cfs_quota_period", cfg.CPUCFSQuotaPeriod.String(), "pod_pids_limit", cfg.PodPidsLimit,
+		"cpu_manager_policy", cpu.Describe())
 	return nil
 }
 
@@ -55,4 +63,12 @@ func (p *Plugin) config() (*Config, error) {
 		return nil, sdk.Retryable("the cgroup plugin is not configured yet")
 	}
 	return cfg, nil
+}
+
+// AllocateCPUs is the CPU manager's decision for a new pod.
+func (p *Plugin) AllocateCPUs(_ context.Context, req *cgroupv1.AllocateCPUsRequest) (*cgroupv1.AllocateCPUsResponse, error) {
+	if _, err := p.config(); err != nil {
+		return nil, err
+	}
+	return p.cpu.Load().Allocate(req)
 }

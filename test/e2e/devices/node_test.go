@@ -44,8 +44,9 @@ type testNode struct {
 	healthzAddr, cgroupRoot               string
 	// readOnlyAddr is the node API's read-only port (/pods).
 	readOnlyAddr string
-	// plugins is the HCL of the plugin blocks.
-	plugins string
+	// plugins is the HCL of the plugin blocks; cgroupConfig the body of
+	// the cgroup plugin's config block.
+	plugins, cgroupConfig string
 
 	// log is what every run of the core wrote, its plugins' lines included.
 	log  *e2e.SyncBuffer
@@ -60,7 +61,13 @@ type testNode struct {
 // the devnode with every pod, the cgroup root, the files.
 func startNode(t *testing.T, plugins string) *testNode {
 	t.Helper()
-	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: plugins}
+	return startNodeCgroup(t, "", plugins)
+}
+
+// startNodeCgroup is startNode with the cgroup plugin configured so.
+func startNodeCgroup(t *testing.T, cgroupConfig, plugins string) *testNode {
+	t.Helper()
+	n := &testNode{t: t, log: &e2e.SyncBuffer{}, plugins: plugins, cgroupConfig: cgroupConfig}
 	n.dir = e2e.ShortTempDir(t)
 	n.configPath = filepath.Join(n.dir, "microlet.hcl")
 	n.manifestDir = filepath.Join(n.dir, "manifests")
@@ -107,7 +114,7 @@ func (n *testNode) writeConfig() {
 	// The node API: its read-only port on loopback for /pods; no secure
 	// port, which nodes running side by side would all want on 10250.
 	fmt.Fprintf(&b, "address = \"127.0.0.1\"\nport = 0\nread_only_port = %s\n", n.readOnlyAddr[strings.LastIndex(n.readOnlyAddr, ":")+1:])
-	b.WriteString("plugin \"cgroup\" \"default\" {}\n")
+	fmt.Fprintf(&b, "plugin \"cgroup\" \"default\" {\n  config {\n%s\n  }\n}\n", n.cgroupConfig)
 	b.WriteString(n.plugins)
 	// By rename: a running core reloads the config and must not read it
 	// half written.

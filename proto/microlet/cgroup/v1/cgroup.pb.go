@@ -610,6 +610,306 @@ func (x *AdmitResponse) GetMessage() string {
 	return ""
 }
 
+// CPUInfo is one online logical CPU and where it sits.
+type CPUInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The physical core (topology/core_id), unique within its socket.
+	CoreId        int32 `protobuf:"varint,2,opt,name=core_id,json=coreId,proto3" json:"core_id,omitempty"`
+	SocketId      int32 `protobuf:"varint,3,opt,name=socket_id,json=socketId,proto3" json:"socket_id,omitempty"`
+	NumaNode      int32 `protobuf:"varint,4,opt,name=numa_node,json=numaNode,proto3" json:"numa_node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CPUInfo) Reset() {
+	*x = CPUInfo{}
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CPUInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CPUInfo) ProtoMessage() {}
+
+func (x *CPUInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CPUInfo.ProtoReflect.Descriptor instead.
+func (*CPUInfo) Descriptor() ([]byte, []int) {
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CPUInfo) GetId() int32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CPUInfo) GetCoreId() int32 {
+	if x != nil {
+		return x.CoreId
+	}
+	return 0
+}
+
+func (x *CPUInfo) GetSocketId() int32 {
+	if x != nil {
+		return x.SocketId
+	}
+	return 0
+}
+
+func (x *CPUInfo) GetNumaNode() int32 {
+	if x != nil {
+		return x.NumaNode
+	}
+	return 0
+}
+
+// CPUAssignment is the exclusive CPUs of one container.
+type CPUAssignment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PodUid        string                 `protobuf:"bytes,1,opt,name=pod_uid,json=podUid,proto3" json:"pod_uid,omitempty"`
+	ContainerName string                 `protobuf:"bytes,2,opt,name=container_name,json=containerName,proto3" json:"container_name,omitempty"`
+	// Linux CPU list format ("1", "2-3,6").
+	CpusetCpus    string `protobuf:"bytes,3,opt,name=cpuset_cpus,json=cpusetCpus,proto3" json:"cpuset_cpus,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CPUAssignment) Reset() {
+	*x = CPUAssignment{}
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CPUAssignment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CPUAssignment) ProtoMessage() {}
+
+func (x *CPUAssignment) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CPUAssignment.ProtoReflect.Descriptor instead.
+func (*CPUAssignment) Descriptor() ([]byte, []int) {
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CPUAssignment) GetPodUid() string {
+	if x != nil {
+		return x.PodUid
+	}
+	return ""
+}
+
+func (x *CPUAssignment) GetContainerName() string {
+	if x != nil {
+		return x.ContainerName
+	}
+	return ""
+}
+
+func (x *CPUAssignment) GetCpusetCpus() string {
+	if x != nil {
+		return x.CpusetCpus
+	}
+	return ""
+}
+
+type AllocateCPUsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pod   *v1.Pod                `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	Node  *v1.Node               `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// The node's online CPUs.
+	Cpus []*CPUInfo `protobuf:"bytes,3,rep,name=cpus,proto3" json:"cpus,omitempty"`
+	// The exclusive CPUs of other pods' containers.
+	Assigned      []*CPUAssignment `protobuf:"bytes,4,rep,name=assigned,proto3" json:"assigned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocateCPUsRequest) Reset() {
+	*x = AllocateCPUsRequest{}
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateCPUsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateCPUsRequest) ProtoMessage() {}
+
+func (x *AllocateCPUsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateCPUsRequest.ProtoReflect.Descriptor instead.
+func (*AllocateCPUsRequest) Descriptor() ([]byte, []int) {
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AllocateCPUsRequest) GetPod() *v1.Pod {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *AllocateCPUsRequest) GetNode() *v1.Node {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *AllocateCPUsRequest) GetCpus() []*CPUInfo {
+	if x != nil {
+		return x.Cpus
+	}
+	return nil
+}
+
+func (x *AllocateCPUsRequest) GetAssigned() []*CPUAssignment {
+	if x != nil {
+		return x.Assigned
+	}
+	return nil
+}
+
+type AllocateCPUsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The kubelet's policy name as in its state file: "none" or "static".
+	PolicyName string `protobuf:"bytes,1,opt,name=policy_name,json=policyName,proto3" json:"policy_name,omitempty"`
+	// False: the pod does not get what it needs; reason and message as the
+	// kubelet's (UnexpectedAdmissionError, SMTAlignmentError, ...).
+	Admit   bool   `protobuf:"varint,2,opt,name=admit,proto3" json:"admit,omitempty"`
+	Reason  string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// This pod's containers that get exclusive CPUs.
+	Assignments []*CPUAssignment `protobuf:"bytes,5,rep,name=assignments,proto3" json:"assignments,omitempty"`
+	// CPUs no container may get for itself (reserved_system_cpus).
+	ReservedCpus string `protobuf:"bytes,6,opt,name=reserved_cpus,json=reservedCpus,proto3" json:"reserved_cpus,omitempty"`
+	// CPUs kept out of the shared pool too (strict-cpu-reservation).
+	StrictReservedCpus string `protobuf:"bytes,7,opt,name=strict_reserved_cpus,json=strictReservedCpus,proto3" json:"strict_reserved_cpus,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *AllocateCPUsResponse) Reset() {
+	*x = AllocateCPUsResponse{}
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateCPUsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateCPUsResponse) ProtoMessage() {}
+
+func (x *AllocateCPUsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateCPUsResponse.ProtoReflect.Descriptor instead.
+func (*AllocateCPUsResponse) Descriptor() ([]byte, []int) {
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AllocateCPUsResponse) GetPolicyName() string {
+	if x != nil {
+		return x.PolicyName
+	}
+	return ""
+}
+
+func (x *AllocateCPUsResponse) GetAdmit() bool {
+	if x != nil {
+		return x.Admit
+	}
+	return false
+}
+
+func (x *AllocateCPUsResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AllocateCPUsResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *AllocateCPUsResponse) GetAssignments() []*CPUAssignment {
+	if x != nil {
+		return x.Assignments
+	}
+	return nil
+}
+
+func (x *AllocateCPUsResponse) GetReservedCpus() string {
+	if x != nil {
+		return x.ReservedCpus
+	}
+	return ""
+}
+
+func (x *AllocateCPUsResponse) GetStrictReservedCpus() string {
+	if x != nil {
+		return x.StrictReservedCpus
+	}
+	return ""
+}
+
 var File_microlet_cgroup_v1_cgroup_proto protoreflect.FileDescriptor
 
 const file_microlet_cgroup_v1_cgroup_proto_rawDesc = "" +
@@ -670,11 +970,36 @@ const file_microlet_cgroup_v1_cgroup_proto_rawDesc = "" +
 	"\rAdmitResponse\x12\x14\n" +
 	"\x05admit\x18\x01 \x01(\bR\x05admit\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage2\x88\x02\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"l\n" +
+	"\aCPUInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x17\n" +
+	"\acore_id\x18\x02 \x01(\x05R\x06coreId\x12\x1b\n" +
+	"\tsocket_id\x18\x03 \x01(\x05R\bsocketId\x12\x1b\n" +
+	"\tnuma_node\x18\x04 \x01(\x05R\bnumaNode\"p\n" +
+	"\rCPUAssignment\x12\x17\n" +
+	"\apod_uid\x18\x01 \x01(\tR\x06podUid\x12%\n" +
+	"\x0econtainer_name\x18\x02 \x01(\tR\rcontainerName\x12\x1f\n" +
+	"\vcpuset_cpus\x18\x03 \x01(\tR\n" +
+	"cpusetCpus\"\xdc\x01\n" +
+	"\x13AllocateCPUsRequest\x12(\n" +
+	"\x03pod\x18\x01 \x01(\v2\x16.microlet.types.v1.PodR\x03pod\x12+\n" +
+	"\x04node\x18\x02 \x01(\v2\x17.microlet.types.v1.NodeR\x04node\x12/\n" +
+	"\x04cpus\x18\x03 \x03(\v2\x1b.microlet.cgroup.v1.CPUInfoR\x04cpus\x12=\n" +
+	"\bassigned\x18\x04 \x03(\v2!.microlet.cgroup.v1.CPUAssignmentR\bassigned\"\x9b\x02\n" +
+	"\x14AllocateCPUsResponse\x12\x1f\n" +
+	"\vpolicy_name\x18\x01 \x01(\tR\n" +
+	"policyName\x12\x14\n" +
+	"\x05admit\x18\x02 \x01(\bR\x05admit\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12C\n" +
+	"\vassignments\x18\x05 \x03(\v2!.microlet.cgroup.v1.CPUAssignmentR\vassignments\x12#\n" +
+	"\rreserved_cpus\x18\x06 \x01(\tR\freservedCpus\x120\n" +
+	"\x14strict_reserved_cpus\x18\a \x01(\tR\x12strictReservedCpus2\xeb\x02\n" +
 	"\rCgroupService\x12R\n" +
 	"\aPlanPod\x12\".microlet.cgroup.v1.PlanPodRequest\x1a#.microlet.cgroup.v1.PlanPodResponse\x12U\n" +
 	"\bPlanNode\x12#.microlet.cgroup.v1.PlanNodeRequest\x1a$.microlet.cgroup.v1.PlanNodeResponse\x12L\n" +
-	"\x05Admit\x12 .microlet.cgroup.v1.AdmitRequest\x1a!.microlet.cgroup.v1.AdmitResponseB@Z>github.com/microlet/microlet/proto/microlet/cgroup/v1;cgroupv1b\x06proto3"
+	"\x05Admit\x12 .microlet.cgroup.v1.AdmitRequest\x1a!.microlet.cgroup.v1.AdmitResponse\x12a\n" +
+	"\fAllocateCPUs\x12'.microlet.cgroup.v1.AllocateCPUsRequest\x1a(.microlet.cgroup.v1.AllocateCPUsResponseB@Z>github.com/microlet/microlet/proto/microlet/cgroup/v1;cgroupv1b\x06proto3"
 
 var (
 	file_microlet_cgroup_v1_cgroup_proto_rawDescOnce sync.Once
@@ -688,50 +1013,61 @@ func file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP() []byte {
 	return file_microlet_cgroup_v1_cgroup_proto_rawDescData
 }
 
-var file_microlet_cgroup_v1_cgroup_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_microlet_cgroup_v1_cgroup_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_microlet_cgroup_v1_cgroup_proto_goTypes = []any{
-	(*CgroupSettings)(nil),   // 0: microlet.cgroup.v1.CgroupSettings
-	(*ContainerPlan)(nil),    // 1: microlet.cgroup.v1.ContainerPlan
-	(*PlanPodRequest)(nil),   // 2: microlet.cgroup.v1.PlanPodRequest
-	(*PlanPodResponse)(nil),  // 3: microlet.cgroup.v1.PlanPodResponse
-	(*PlanNodeRequest)(nil),  // 4: microlet.cgroup.v1.PlanNodeRequest
-	(*QOSCgroup)(nil),        // 5: microlet.cgroup.v1.QOSCgroup
-	(*PlanNodeResponse)(nil), // 6: microlet.cgroup.v1.PlanNodeResponse
-	(*AdmitRequest)(nil),     // 7: microlet.cgroup.v1.AdmitRequest
-	(*AdmitResponse)(nil),    // 8: microlet.cgroup.v1.AdmitResponse
-	nil,                      // 9: microlet.cgroup.v1.CgroupSettings.HugepageLimitsEntry
-	(*v1.Pod)(nil),           // 10: microlet.types.v1.Pod
-	(*v1.Node)(nil),          // 11: microlet.types.v1.Node
-	(*v1.ResourceList)(nil),  // 12: microlet.types.v1.ResourceList
+	(*CgroupSettings)(nil),       // 0: microlet.cgroup.v1.CgroupSettings
+	(*ContainerPlan)(nil),        // 1: microlet.cgroup.v1.ContainerPlan
+	(*PlanPodRequest)(nil),       // 2: microlet.cgroup.v1.PlanPodRequest
+	(*PlanPodResponse)(nil),      // 3: microlet.cgroup.v1.PlanPodResponse
+	(*PlanNodeRequest)(nil),      // 4: microlet.cgroup.v1.PlanNodeRequest
+	(*QOSCgroup)(nil),            // 5: microlet.cgroup.v1.QOSCgroup
+	(*PlanNodeResponse)(nil),     // 6: microlet.cgroup.v1.PlanNodeResponse
+	(*AdmitRequest)(nil),         // 7: microlet.cgroup.v1.AdmitRequest
+	(*AdmitResponse)(nil),        // 8: microlet.cgroup.v1.AdmitResponse
+	(*CPUInfo)(nil),              // 9: microlet.cgroup.v1.CPUInfo
+	(*CPUAssignment)(nil),        // 10: microlet.cgroup.v1.CPUAssignment
+	(*AllocateCPUsRequest)(nil),  // 11: microlet.cgroup.v1.AllocateCPUsRequest
+	(*AllocateCPUsResponse)(nil), // 12: microlet.cgroup.v1.AllocateCPUsResponse
+	nil,                          // 13: microlet.cgroup.v1.CgroupSettings.HugepageLimitsEntry
+	(*v1.Pod)(nil),               // 14: microlet.types.v1.Pod
+	(*v1.Node)(nil),              // 15: microlet.types.v1.Node
+	(*v1.ResourceList)(nil),      // 16: microlet.types.v1.ResourceList
 }
 var file_microlet_cgroup_v1_cgroup_proto_depIdxs = []int32{
-	9,  // 0: microlet.cgroup.v1.CgroupSettings.hugepage_limits:type_name -> microlet.cgroup.v1.CgroupSettings.HugepageLimitsEntry
+	13, // 0: microlet.cgroup.v1.CgroupSettings.hugepage_limits:type_name -> microlet.cgroup.v1.CgroupSettings.HugepageLimitsEntry
 	0,  // 1: microlet.cgroup.v1.ContainerPlan.resources:type_name -> microlet.cgroup.v1.CgroupSettings
-	10, // 2: microlet.cgroup.v1.PlanPodRequest.pod:type_name -> microlet.types.v1.Pod
-	11, // 3: microlet.cgroup.v1.PlanPodRequest.node:type_name -> microlet.types.v1.Node
+	14, // 2: microlet.cgroup.v1.PlanPodRequest.pod:type_name -> microlet.types.v1.Pod
+	15, // 3: microlet.cgroup.v1.PlanPodRequest.node:type_name -> microlet.types.v1.Node
 	0,  // 4: microlet.cgroup.v1.PlanPodResponse.pod_resources:type_name -> microlet.cgroup.v1.CgroupSettings
 	1,  // 5: microlet.cgroup.v1.PlanPodResponse.containers:type_name -> microlet.cgroup.v1.ContainerPlan
 	1,  // 6: microlet.cgroup.v1.PlanPodResponse.init_containers:type_name -> microlet.cgroup.v1.ContainerPlan
-	11, // 7: microlet.cgroup.v1.PlanNodeRequest.node:type_name -> microlet.types.v1.Node
-	10, // 8: microlet.cgroup.v1.PlanNodeRequest.pods:type_name -> microlet.types.v1.Pod
-	12, // 9: microlet.cgroup.v1.PlanNodeRequest.eviction_reserved:type_name -> microlet.types.v1.ResourceList
+	15, // 7: microlet.cgroup.v1.PlanNodeRequest.node:type_name -> microlet.types.v1.Node
+	14, // 8: microlet.cgroup.v1.PlanNodeRequest.pods:type_name -> microlet.types.v1.Pod
+	16, // 9: microlet.cgroup.v1.PlanNodeRequest.eviction_reserved:type_name -> microlet.types.v1.ResourceList
 	0,  // 10: microlet.cgroup.v1.QOSCgroup.resources:type_name -> microlet.cgroup.v1.CgroupSettings
-	12, // 11: microlet.cgroup.v1.PlanNodeResponse.allocatable:type_name -> microlet.types.v1.ResourceList
+	16, // 11: microlet.cgroup.v1.PlanNodeResponse.allocatable:type_name -> microlet.types.v1.ResourceList
 	5,  // 12: microlet.cgroup.v1.PlanNodeResponse.cgroups:type_name -> microlet.cgroup.v1.QOSCgroup
-	10, // 13: microlet.cgroup.v1.AdmitRequest.pod:type_name -> microlet.types.v1.Pod
-	11, // 14: microlet.cgroup.v1.AdmitRequest.node:type_name -> microlet.types.v1.Node
-	10, // 15: microlet.cgroup.v1.AdmitRequest.admitted_pods:type_name -> microlet.types.v1.Pod
-	2,  // 16: microlet.cgroup.v1.CgroupService.PlanPod:input_type -> microlet.cgroup.v1.PlanPodRequest
-	4,  // 17: microlet.cgroup.v1.CgroupService.PlanNode:input_type -> microlet.cgroup.v1.PlanNodeRequest
-	7,  // 18: microlet.cgroup.v1.CgroupService.Admit:input_type -> microlet.cgroup.v1.AdmitRequest
-	3,  // 19: microlet.cgroup.v1.CgroupService.PlanPod:output_type -> microlet.cgroup.v1.PlanPodResponse
-	6,  // 20: microlet.cgroup.v1.CgroupService.PlanNode:output_type -> microlet.cgroup.v1.PlanNodeResponse
-	8,  // 21: microlet.cgroup.v1.CgroupService.Admit:output_type -> microlet.cgroup.v1.AdmitResponse
-	19, // [19:22] is the sub-list for method output_type
-	16, // [16:19] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	14, // 13: microlet.cgroup.v1.AdmitRequest.pod:type_name -> microlet.types.v1.Pod
+	15, // 14: microlet.cgroup.v1.AdmitRequest.node:type_name -> microlet.types.v1.Node
+	14, // 15: microlet.cgroup.v1.AdmitRequest.admitted_pods:type_name -> microlet.types.v1.Pod
+	14, // 16: microlet.cgroup.v1.AllocateCPUsRequest.pod:type_name -> microlet.types.v1.Pod
+	15, // 17: microlet.cgroup.v1.AllocateCPUsRequest.node:type_name -> microlet.types.v1.Node
+	9,  // 18: microlet.cgroup.v1.AllocateCPUsRequest.cpus:type_name -> microlet.cgroup.v1.CPUInfo
+	10, // 19: microlet.cgroup.v1.AllocateCPUsRequest.assigned:type_name -> microlet.cgroup.v1.CPUAssignment
+	10, // 20: microlet.cgroup.v1.AllocateCPUsResponse.assignments:type_name -> microlet.cgroup.v1.CPUAssignment
+	2,  // 21: microlet.cgroup.v1.CgroupService.PlanPod:input_type -> microlet.cgroup.v1.PlanPodRequest
+	4,  // 22: microlet.cgroup.v1.CgroupService.PlanNode:input_type -> microlet.cgroup.v1.PlanNodeRequest
+	7,  // 23: microlet.cgroup.v1.CgroupService.Admit:input_type -> microlet.cgroup.v1.AdmitRequest
+	11, // 24: microlet.cgroup.v1.CgroupService.AllocateCPUs:input_type -> microlet.cgroup.v1.AllocateCPUsRequest
+	3,  // 25: microlet.cgroup.v1.CgroupService.PlanPod:output_type -> microlet.cgroup.v1.PlanPodResponse
+	6,  // 26: microlet.cgroup.v1.CgroupService.PlanNode:output_type -> microlet.cgroup.v1.PlanNodeResponse
+	8,  // 27: microlet.cgroup.v1.CgroupService.Admit:output_type -> microlet.cgroup.v1.AdmitResponse
+	12, // 28: microlet.cgroup.v1.CgroupService.AllocateCPUs:output_type -> microlet.cgroup.v1.AllocateCPUsResponse
+	25, // [25:29] is the sub-list for method output_type
+	21, // [21:25] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_microlet_cgroup_v1_cgroup_proto_init() }
@@ -746,7 +1082,7 @@ func file_microlet_cgroup_v1_cgroup_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_microlet_cgroup_v1_cgroup_proto_rawDesc), len(file_microlet_cgroup_v1_cgroup_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

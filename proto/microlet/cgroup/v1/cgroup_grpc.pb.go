@@ -19,9 +19,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	CgroupService_PlanPod_FullMethodName  = "/microlet.cgroup.v1.CgroupService/PlanPod"
-	CgroupService_PlanNode_FullMethodName = "/microlet.cgroup.v1.CgroupService/PlanNode"
-	CgroupService_Admit_FullMethodName    = "/microlet.cgroup.v1.CgroupService/Admit"
+	CgroupService_PlanPod_FullMethodName      = "/microlet.cgroup.v1.CgroupService/PlanPod"
+	CgroupService_PlanNode_FullMethodName     = "/microlet.cgroup.v1.CgroupService/PlanNode"
+	CgroupService_Admit_FullMethodName        = "/microlet.cgroup.v1.CgroupService/Admit"
+	CgroupService_AllocateCPUs_FullMethodName = "/microlet.cgroup.v1.CgroupService/AllocateCPUs"
 )
 
 // CgroupServiceClient is the client API for CgroupService service.
@@ -39,6 +40,14 @@ type CgroupServiceClient interface {
 	PlanNode(ctx context.Context, in *PlanNodeRequest, opts ...grpc.CallOption) (*PlanNodeResponse, error)
 	// Admit decides whether a new pod fits the node.
 	Admit(ctx context.Context, in *AdmitRequest, opts ...grpc.CallOption) (*AdmitResponse, error)
+	// AllocateCPUs is the kubelet's CPU manager: it decides which CPUs a
+	// newly admitted pod's containers get for themselves, given the node's
+	// CPUs and the exclusive CPUs already handed out. The core checks the
+	// answer, keeps the assignments (cpu_manager_state) and writes the
+	// cpusets; every container without exclusive CPUs gets the shared pool,
+	// the node's CPUs minus every exclusive one. Optional: UNIMPLEMENTED is
+	// the kubelet's "none" policy.
+	AllocateCPUs(ctx context.Context, in *AllocateCPUsRequest, opts ...grpc.CallOption) (*AllocateCPUsResponse, error)
 }
 
 type cgroupServiceClient struct {
@@ -79,6 +88,16 @@ func (c *cgroupServiceClient) Admit(ctx context.Context, in *AdmitRequest, opts 
 	return out, nil
 }
 
+func (c *cgroupServiceClient) AllocateCPUs(ctx context.Context, in *AllocateCPUsRequest, opts ...grpc.CallOption) (*AllocateCPUsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AllocateCPUsResponse)
+	err := c.cc.Invoke(ctx, CgroupService_AllocateCPUs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CgroupServiceServer is the server API for CgroupService service.
 // All implementations must embed UnimplementedCgroupServiceServer
 // for forward compatibility.
@@ -94,6 +113,14 @@ type CgroupServiceServer interface {
 	PlanNode(context.Context, *PlanNodeRequest) (*PlanNodeResponse, error)
 	// Admit decides whether a new pod fits the node.
 	Admit(context.Context, *AdmitRequest) (*AdmitResponse, error)
+	// AllocateCPUs is the kubelet's CPU manager: it decides which CPUs a
+	// newly admitted pod's containers get for themselves, given the node's
+	// CPUs and the exclusive CPUs already handed out. The core checks the
+	// answer, keeps the assignments (cpu_manager_state) and writes the
+	// cpusets; every container without exclusive CPUs gets the shared pool,
+	// the node's CPUs minus every exclusive one. Optional: UNIMPLEMENTED is
+	// the kubelet's "none" policy.
+	AllocateCPUs(context.Context, *AllocateCPUsRequest) (*AllocateCPUsResponse, error)
 	mustEmbedUnimplementedCgroupServiceServer()
 }
 
@@ -112,6 +139,9 @@ func (UnimplementedCgroupServiceServer) PlanNode(context.Context, *PlanNodeReque
 }
 func (UnimplementedCgroupServiceServer) Admit(context.Context, *AdmitRequest) (*AdmitResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Admit not implemented")
+}
+func (UnimplementedCgroupServiceServer) AllocateCPUs(context.Context, *AllocateCPUsRequest) (*AllocateCPUsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AllocateCPUs not implemented")
 }
 func (UnimplementedCgroupServiceServer) mustEmbedUnimplementedCgroupServiceServer() {}
 func (UnimplementedCgroupServiceServer) testEmbeddedByValue()                       {}
@@ -188,6 +218,24 @@ func _CgroupService_Admit_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CgroupService_AllocateCPUs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AllocateCPUsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CgroupServiceServer).AllocateCPUs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CgroupService_AllocateCPUs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CgroupServiceServer).AllocateCPUs(ctx, req.(*AllocateCPUsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CgroupService_ServiceDesc is the grpc.ServiceDesc for CgroupService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -206,6 +254,10 @@ var CgroupService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Admit",
 			Handler:    _CgroupService_Admit_Handler,
+		},
+		{
+			MethodName: "AllocateCPUs",
+			Handler:    _CgroupService_AllocateCPUs_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
