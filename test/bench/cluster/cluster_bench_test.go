@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -35,10 +36,30 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pressuree2e.Main(m)) }
 
-// sizes are the batches; runs how often each runs per agent.
-var sizes = []int{10, 30, 100}
+// sizes are the batches (CLUSTER_BENCH_SIZES, comma-separated); runs how
+// often each runs per agent (CLUSTER_BENCH_RUNS): fewer, for one figure.
+var (
+	sizes = envInts("CLUSTER_BENCH_SIZES", []int{10, 30, 100})
+	runs  = envInts("CLUSTER_BENCH_RUNS", []int{2})[0]
+)
 
-const runs = 2
+// envInts reads a comma-separated list of positive integers from the
+// environment; def if unset. A bad value panics: the bench cannot run as asked.
+func envInts(name string, def []int) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			panic(fmt.Sprintf("%s=%q: want positive integers separated by commas", name, v))
+		}
+		out = append(out, n)
+	}
+	return out
+}
 
 // idlePods is how many pods each agent runs while idle; settle how long
 // it has after they run before the window, idleWindow the window.
