@@ -154,6 +154,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		return nil, err
 	}
 	resizes := resize.New(a.recorder)
+	resizes.StaticCPUPolicy = p.cgroups.StaticCPUPolicy
 	p.runtime, err = podruntime.New(podruntime.Options{
 		CRI:                   client,
 		NodeName:              cfg.NodeName,

@@ -221,6 +221,17 @@ func (m *Manager) ContainerCPUs(uid types.UID, container string) []int64 {
 	return int64s(m.cpu.state.assigned[string(uid)][container])
 }
 
+// StaticCPUPolicy reports whether the static CPU manager policy is in
+// force, for the resize decision (upstream's canResizePod).
+func (m *Manager) StaticCPUPolicy() bool {
+	if m.cpu == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cpu.state.policy == policyStatic
+}
+
 // AllocatableCPUs are the CPUs the static policy may hand out: the online
 // ones minus the reserved; none under another policy (the kubelet's
 // GetAllocatableCPUs).

@@ -46,11 +46,21 @@ type podState struct {
 
 // Manager keeps every admitted pod's allocation.
 type Manager struct {
+	// StaticCPUPolicy reports whether the CPU manager's static policy is in
+	// force (core/kinds/cgroup); nil: it never is.
+	StaticCPUPolicy func() bool
+
 	mu     sync.Mutex
 	pods   map[types.UID]*podState
 	now    func() time.Time
 	events events.Recorder
 }
+
+// cpuManagerInfeasible is upstream's message for a cpu resize of a
+// Guaranteed pod under the static CPU policy: its exclusive CPUs cannot be
+// changed in place (the InPlacePodVerticalScalingExclusiveCPUs gate is off
+// in v1.34).
+const cpuManagerInfeasible = `Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"`
 
 // New makes an empty Manager; recorder (nil: none) gets the kubelet's
 // ResizeCompleted events.
@@ -171,6 +181,11 @@ func (m *Manager) Resize(pod *v1.Pod, allocatable v1.ResourceList, fits Fits) *v
 		defer m.mu.Unlock()
 		return m.allocatedLocked(pod)
 	}
+	if m.StaticCPUPolicy != nil && status.GetPodQOS(pod) == v1.PodQOSGuaranteed && cpuRequestChanged(pod, st.allocated) && m.StaticCPUPolicy() {
+		m.setPending(st, pod, ReasonInfeasible, cpuManagerInfeasible)
+		defer m.mu.Unlock()
+		return m.allocatedLocked(pod)
+	}
 	if msg := exceedsAllocatable(pod, allocatable); msg != "" {
 		m.setPending(st, pod, ReasonInfeasible, msg)
 		defer m.mu.Unlock()
@@ -195,6 +210,20 @@ func (m *Manager) Resize(pod *v1.Pod, allocatable v1.ResourceList, fits Fits) *v
 	st.inProgress = &v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, ObservedGeneration: pod.Generation,
 		LastProbeTime: now, LastTransitionTime: now}
 	return pod
+}
+
+// cpuRequestChanged reports whether a resizable container's cpu request
+// differs from its allocation (upstream's
+// guaranteedPodResourceResizeRequired: requests equal limits there).
+func cpuRequestChanged(pod *v1.Pod, allocated map[string]v1.ResourceRequirements) bool {
+	changed := false
+	visit(pod, func(c *v1.Container) {
+		want, had := c.Resources.Requests[v1.ResourceCPU], allocated[c.Name].Requests[v1.ResourceCPU]
+		if !want.Equal(had) {
+			changed = true
+		}
+	})
+	return changed
 }
 
 // setPending sets the PodResizePending condition; its transition time

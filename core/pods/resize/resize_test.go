@@ -80,6 +80,7 @@ func TestResizePending(t *testing.T) {
 		name           string
 		resized        *v1.Pod
 		fits           Fits
+		staticCPUs     bool
 		reason, detail string
 	}{
 		{name: "more cpu than the node", resized: pod("3", "64Mi"), fits: fits(true, ""),
@@ -93,9 +94,14 @@ func TestResizePending(t *testing.T) {
 			p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
 			return p
 		}(), fits: fits(true, ""), reason: ReasonInfeasible, detail: "In-place resize of static-pods is not supported"},
+		{name: "cpu of a Guaranteed pod under the static CPU policy", resized: pod("200m", "64Mi"), fits: fits(true, ""), staticCPUs: true,
+			reason: ReasonInfeasible, detail: `Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New(nil)
+			if tc.staticCPUs {
+				m.StaticCPUPolicy = func() bool { return true }
+			}
 			old := pod("100m", "64Mi")
 			old.Annotations = tc.resized.Annotations
 			m.Admitted(old)
@@ -180,5 +186,19 @@ func TestUnknownActuationAfterARestart(t *testing.T) {
 	}
 	if got := eventstest.Drain(rec); len(got) != 1 {
 		t.Errorf("events %q, want one ResizeCompleted", got)
+	}
+}
+
+// TestStaticCPUPolicyAllowsMemoryResize: under the static CPU policy only a
+// Guaranteed pod's cpu is fixed; its memory resizes as anywhere.
+func TestStaticCPUPolicyAllowsMemoryResize(t *testing.T) {
+	m := New(nil)
+	m.StaticCPUPolicy = func() bool { return true }
+	old := pod("1", "64Mi")
+	m.Admitted(old)
+	m.SetActuated(old.UID, "app", old.Spec.Containers[0].Resources)
+	resized := pod("1", "128Mi")
+	if got := m.Resize(resized, allocatable, fits(true, "")); got != resized {
+		t.Fatalf("a memory resize under the static CPU policy was held: %v", m.Conditions(resized, running))
 	}
 }
