@@ -101,9 +101,6 @@ func (w *worker) attempt(ctx context.Context, p *Plugin, c *container, state *de
 	}
 	settled := state.Record(out.Result)
 	kind := w.key.kind
-	if kind == probesv1.ProbeType_PROBE_TYPE_STARTUP && settled == probesv1.Result_RESULT_SUCCESS {
-		c.markStarted()
-	}
 	r := &probesv1.ProbeResult{
 		PodUid:        c.identity.GetPodUid(),
 		ContainerName: c.identity.GetContainerName(),
@@ -121,6 +118,11 @@ func (w *worker) attempt(ctx context.Context, p *Plugin, c *container, state *de
 	}
 	w.log(c, out.Result, out.Output, out.Warning)
 	p.results.publish(ctx, r)
+	if kind == probesv1.ProbeType_PROBE_TYPE_STARTUP && settled == probesv1.Result_RESULT_SUCCESS {
+		// After the result is out: the readiness and liveness results
+		// this releases must not reach the core before it.
+		c.markStarted()
+	}
 	return started
 }
 
