@@ -157,7 +157,7 @@ func (n *Node) removePodSandboxes(ctx context.Context) error {
 	}
 	var errs []error
 	for _, s := range resp.GetItems() {
-		if _, err := n.runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
+		if err := n.stopPodSandbox(ctx, s.GetId()); err != nil {
 			errs = append(errs, fmt.Errorf("stop sandbox %s (%s): %w", s.GetId(), s.GetMetadata().GetName(), err))
 		}
 	}
@@ -167,6 +167,24 @@ func (n *Node) removePodSandboxes(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// stopPodSandbox stops a sandbox, trying again twice: a sandbox whose shim
+// is exiting as the node closes fails with "ttrpc: closed", and a second
+// stop finds it stopped.
+func (n *Node) stopPodSandbox(ctx context.Context, id string) error {
+	var err error
+	for range 3 {
+		if _, err = n.runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return err
 }
 
 // killShims kills the shims of this node's containerd, found by the
