@@ -33,10 +33,13 @@ func (m *Manager) ResizePod(ctx context.Context, pod *v1.Pod) (*podruntime.Resou
 	if last == nil {
 		return plan, done, nil // no cgroup plugin: nothing was planned
 	}
-	if plan == last.resources {
+	// PlanPod keeps the very plan it had when the plugin gave none; the
+	// resources it returns are a copy under the CPU manager, so the plan
+	// kept is what tells.
+	now := m.lastPlan(pod.UID)
+	if now == last {
 		return nil, nil, errNoFreshPlan
 	}
-	now := m.lastPlan(pod.UID)
 	if now == nil || now.cgroup == "" {
 		return plan, done, nil
 	}
