@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -104,14 +105,15 @@ func (s *server) List(context.Context, *podresourcesv1.ListPodResourcesRequest) 
 }
 
 func (s *server) Get(_ context.Context, req *podresourcesv1.GetPodResourcesRequest) (*podresourcesv1.GetPodResourcesResponse, error) {
-	i := slices.IndexFunc(s.opts.ActivePods(), func(p *v1.Pod) bool {
+	pods := s.opts.ActivePods()
+	i := slices.IndexFunc(pods, func(p *v1.Pod) bool {
 		return p.Namespace == req.GetPodNamespace() && p.Name == req.GetPodName()
 	})
 	if i < 0 {
 		// The kubelet's words, as a plain error (code Unknown) as it sends it.
 		return nil, fmt.Errorf("pod %s in namespace %s not found", req.GetPodName(), req.GetPodNamespace())
 	}
-	return &podresourcesv1.GetPodResourcesResponse{PodResources: s.podResources(s.opts.ActivePods()[i])}, nil
+	return &podresourcesv1.GetPodResourcesResponse{PodResources: s.podResources(pods[i])}, nil
 }
 
 func (s *server) GetAllocatableResources(context.Context, *podresourcesv1.AllocatableResourcesRequest) (*podresourcesv1.AllocatableResourcesResponse, error) {
@@ -154,8 +156,8 @@ func (s *server) container(uid types.UID, name string) *podresourcesv1.Container
 // devices provider gives them; devices on no NUMA node have no topology.
 func (s *server) devices(byResource map[string]map[int64][]string) []*podresourcesv1.ContainerDevices {
 	var out []*podresourcesv1.ContainerDevices
-	for _, resource := range sortedKeys(byResource) {
-		for _, node := range sortedKeys(byResource[resource]) {
+	for _, resource := range slices.Sorted(maps.Keys(byResource)) {
+		for _, node := range slices.Sorted(maps.Keys(byResource[resource])) {
 			d := &podresourcesv1.ContainerDevices{ResourceName: resource, DeviceIds: byResource[resource][node]}
 			if node != s.opts.NoNUMANode {
 				d.Topology = &podresourcesv1.TopologyInfo{Nodes: []*podresourcesv1.NUMANode{{ID: node}}}
@@ -164,13 +166,4 @@ func (s *server) devices(byResource map[string]map[int64][]string) []*podresourc
 		}
 	}
 	return out
-}
-
-func sortedKeys[K string | int64, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -10,6 +10,7 @@ package cpumanager
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -71,7 +72,7 @@ func NewPolicy(name string, options map[string]string, reserved string, reserved
 	default:
 		return nil, fmt.Errorf("unknown cpu_manager_policy %q; expected %q or %q", name, PolicyNone, PolicyStatic)
 	}
-	for _, key := range sortedKeys(options) {
+	for _, key := range slices.Sorted(maps.Keys(options)) {
 		on := options[key] == "true"
 		if !on && options[key] != "false" {
 			return nil, fmt.Errorf("cpu_manager_policy_options[%q]: %q is not a boolean", key, options[key])
@@ -271,15 +272,6 @@ func take(t topology, free cpuSet, n int) (cpuSet, bool) {
 		set = set.union(cpuSet{id})
 	}
 	return set, len(set) == n
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // Describe is the policy for the plugin's log line.
