@@ -102,9 +102,7 @@ type Manager struct {
 	restored sets.Set[types.UID]
 	// conflicts already logged, as "<plugin> <resource>".
 	conflicts sets.Set[string]
-	// sharedPaths counts allocations of a device node two resources hold.
-	sharedPaths *prometheus.CounterVec
-	metrics     *metrics
+	metrics   *metrics
 }
 
 // New restores the checkpoint (a corrupt one is set aside and reported);
@@ -138,9 +136,6 @@ func New(opts Options) (*Manager, error) {
 		conflicts:   sets.New[string](),
 	}
 	var err error
-	if m.sharedPaths, err = newSharedPathsMetric(opts.Registerer); err != nil {
-		return nil, err
-	}
 	if m.metrics, err = newMetrics(opts.Registerer); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,14 @@ type metrics struct {
 	// allocDuration is upstream's device_plugin_alloc_duration_seconds: a
 	// plugin's Allocate as the core timed it, errors included.
 	allocDuration *prometheus.HistogramVec
+	// sharedPaths counts allocations that handed out a host device node
+	// another resource had handed out too and still holds: two plugins (or
+	// two resources of one) offer the same node, each counting it as its
+	// own, so the node's capacity is counted twice. Such allocations are
+	// not refused: many nodes are made to be shared (/dev/net/tun,
+	// /dev/fuse, /dev/kvm), and a refusal would stop pods that run well;
+	// the operator is told instead (warnSharedPaths).
+	sharedPaths *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,8 +44,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Duration in seconds to serve a device plugin Allocation request. Broken down by resource name.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"resource_name"}),
+		sharedPaths: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "microlet", Name: "device_shared_host_paths_total",
+			Help: "Device allocations that handed out a host device node another resource holds allocated too, by the allocated resource.",
+		}, []string{"resource"}),
 	}
-	return m, promreg.Register(reg, m.registrations, m.allocDuration)
+	return m, promreg.Register(reg, m.sharedPaths, m.registrations, m.allocDuration)
 }
 
 // observeAllocate records one Allocate call that started at start.
