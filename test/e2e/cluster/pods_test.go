@@ -253,12 +253,13 @@ func testNamespace(t *testing.T) string {
 	return name
 }
 
-// waitAPIPod waits until the API's pod ns/name satisfies cond.
+// waitAPIPod waits until the pod ns/name in the API of n's cluster
+// satisfies cond; t may be a subtest.
 func waitAPIPod(t *testing.T, n *clusterNode, ns, name, what string, cond func(*v1.Pod) bool) *v1.Pod {
 	t.Helper()
 	var pod *v1.Pod
-	n.Eventually(fmt.Sprintf("pod %s/%s: %s", ns, name, what), func() (bool, string) {
-		p, err := cluster(t).Admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	eventually(t, fmt.Sprintf("pod %s/%s: %s", ns, name, what), func() (bool, string) {
+		p, err := n.Cluster.Admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -58,7 +58,7 @@ func TestInPlaceResize(t *testing.T) {
 	running := func(name string) *v1.Pod {
 		return waitAPIPod(t, n, ns, name, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	}
-	node := apiNode(t, n.Name)
+	node := apiNode(t, n)
 	allocatableCPU := node.Status.Allocatable.Cpu().MilliValue()
 
 	create("fits", resources("100m", "32Mi", "200m", "64Mi"), nil)
