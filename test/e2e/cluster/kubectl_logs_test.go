@@ -155,15 +155,7 @@ func followLines(t *testing.T, args []string, enough func([]string) bool) []stri
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := kubectlCommand(t, ctx, nil, args...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out, stderr := startReading(t, cmd)
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	var lines []string
 	scan := bufio.NewScanner(out)

@@ -67,6 +67,21 @@ func kubectlResult(t testing.TB, o kubectlOptions, args ...string) kubectlRun {
 	return kubectlRun{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}
 }
 
+// startReading starts cmd with its stdout to read and its stderr kept.
+func startReading(t testing.TB, cmd *exec.Cmd) (io.ReadCloser, *strings.Builder) {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return out, stderr
+}
+
 // kubectlTTY runs kubectl under a pseudo-terminal (util-linux's script),
 // as a user's -it session: input is typed into the terminal. script -e
 // exits with kubectl's code; the terminal merges stdout and stderr.
