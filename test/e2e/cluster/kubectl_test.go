@@ -190,14 +190,7 @@ func createPods(t *testing.T, n *clusterNode, ns string, pods ...*v1.Pod) {
 	}
 }
 
-func podReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
+func podReady(p *v1.Pod) bool { return hasCondition(p, v1.PodReady) }
 
 // TestKubectl runs every kubectl command that reaches the node against one
 // microlet node, its cases in parallel. Logs rotate at 64 KiB, checked
