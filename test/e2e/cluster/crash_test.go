@@ -52,7 +52,7 @@ func TestCrashWith30Pods(t *testing.T) {
 	for uid := range before {
 		runtimeBefore[uid] = containerIDs(n.Containers(uid))
 	}
-	readyBefore := readyCondition(apiNode(t, n.Name))
+	readyBefore := readyCondition(apiNode(t, n))
 
 	if err := syscall.Kill(n.CorePID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -65,11 +65,11 @@ func TestCrashWith30Pods(t *testing.T) {
 	// starts empty, as the kubelet's). The API keeps whole seconds: the
 	// post may fall in the second of the kill, but after the last post.
 	n.Eventually("a heartbeat from the restarted node", func() (bool, string) {
-		ready := readyCondition(apiNode(t, n.Name))
+		ready := readyCondition(apiNode(t, n))
 		fresh := ready.LastHeartbeatTime.After(readyBefore.LastHeartbeatTime.Time) && !ready.LastHeartbeatTime.Time.Before(killed.Truncate(time.Second))
 		return fresh, fmt.Sprintf("%+v", ready)
 	})
-	if ready := readyCondition(apiNode(t, n.Name)); ready.Status != v1.ConditionTrue || !ready.LastTransitionTime.Equal(&readyBefore.LastTransitionTime) {
+	if ready := readyCondition(apiNode(t, n)); ready.Status != v1.ConditionTrue || !ready.LastTransitionTime.Equal(&readyBefore.LastTransitionTime) {
 		t.Errorf("Ready after the crash %+v, before %+v: want True since before", ready, readyBefore)
 	}
 	waitAllRunning(t, n, ns, before)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -214,6 +215,19 @@ var adminKubeconfig = sync.OnceValues(func() (string, error) {
 // returns its output; a failure fails the test.
 func kubectl(t testing.TB, args ...string) string {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := kubectlCommand(t, ctx, nil, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// kubectlArgs are the control plane's kubectl as the cluster's admin, and
+// args: a command line.
+func kubectlArgs(t testing.TB, args ...string) []string {
+	t.Helper()
 	cluster(t)
 	kubeconfig, err := adminKubeconfig()
 	if err != nil {
@@ -223,13 +237,35 @@ func kubectl(t testing.TB, args ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	return append([]string{filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig}, args...)
+}
+
+// kubectlCommand is kubectl as the cluster's admin, not started, with env
+// added to the environment.
+func kubectlCommand(t testing.TB, ctx context.Context, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	line := kubectlArgs(t, args...)
+	cmd := exec.CommandContext(ctx, line[0], line[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// eventually polls cond until it holds, failing t with what it saw last
+// after pressuree2e.WaitTimeout. Unlike the node's Eventually, which
+// fails the test that started the node, it serves subtests too.
+func eventually(t testing.TB, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(pressuree2e.WaitTimeout)
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s still waiting for %s; last seen: %s", pressuree2e.WaitTimeout, what, seen)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	return string(out)
 }
 
 func quote(s string) string {

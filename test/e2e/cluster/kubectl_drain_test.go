@@ -32,7 +32,7 @@ func TestKubectlCordonDrainDeleteNode(t *testing.T) {
 	admin := cluster(t).Admin
 
 	kubectl(t, "cordon", n.Name)
-	if !apiNode(t, n.Name).Spec.Unschedulable {
+	if !apiNode(t, n).Spec.Unschedulable {
 		t.Fatalf("kubectl cordon: the Node is schedulable")
 	}
 	late := apiPodSpec(n, v1.Container{Name: "app", Image: devnode.DefaultTestImage, Command: []string{"sh", "-c", untilTerm}})
@@ -84,7 +84,7 @@ func TestKubectlCordonDrainDeleteNode(t *testing.T) {
 	if left := podNames(t, ns); len(left) != 2 {
 		t.Fatalf("after a drain the budget stopped: pods %v, want 2 of 3 left", left)
 	}
-	if !apiNode(t, n.Name).Spec.Unschedulable {
+	if !apiNode(t, n).Spec.Unschedulable {
 		t.Errorf("kubectl drain left the Node schedulable")
 	}
 
@@ -107,7 +107,7 @@ func TestKubectlCordonDrainDeleteNode(t *testing.T) {
 	}
 	kubectl(t, "uncordon", n.Name)
 
-	old := apiNode(t, n.Name)
+	old := apiNode(t, n)
 	kubectl(t, "delete", "node", n.Name)
 	node := waitReady(t, n, old.UID)
 	if node.Spec.Unschedulable {

@@ -41,7 +41,7 @@ func testLogs(t *testing.T, n *clusterNode, ns string) {
 		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "logger"}, Spec: spec}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPod(t, ns, "logger", "b restarted once and running", func(p *v1.Pod) bool {
+	waitAPIPod(t, n, ns, "logger", "b restarted once and running", func(p *v1.Pod) bool {
 		for _, s := range p.Status.ContainerStatuses {
 			if s.Name == "b" {
 				return s.RestartCount == 1 && s.State.Running != nil
@@ -130,7 +130,7 @@ func testLogsAcrossRotation(t *testing.T, n *clusterNode, ns string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitPod(t, ns, "flood", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	waitAPIPod(t, n, ns, "flood", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	logDir := filepath.Join(n.PodLogsDir, fmt.Sprintf("%s_%s_%s", ns, pod.Name, pod.UID), "r")
 	rotations := func() int {
 		entries, _ := os.ReadDir(logDir)
@@ -155,15 +155,7 @@ func followLines(t *testing.T, args []string, enough func([]string) bool) []stri
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := kubectlCommand(t, ctx, nil, args...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out, stderr := startReading(t, cmd)
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	var lines []string
 	scan := bufio.NewScanner(out)

@@ -24,11 +24,11 @@ import (
 // testDebugPod: kubectl debug adds an ephemeral container to a running
 // pod, in the process namespace of its --target; the pod's own container
 // goes on; -it gives a terminal in a new one.
-func testDebugPod(t *testing.T, ns string) {
-	before := waitPod(t, ns, "server", "Ready", podReady)
+func testDebugPod(t *testing.T, n *clusterNode, ns string) {
+	before := waitAPIPod(t, n, ns, "server", "Ready", podReady)
 	kubectl(t, "debug", "-n", ns, "server", "--image="+devnode.DefaultTestImage, "--target=app", "-c", "dbg", "--",
 		"sh", "-c", "ps; sleep 100000")
-	pod := waitPod(t, ns, "server", "the ephemeral container dbg running", func(p *v1.Pod) bool {
+	pod := waitAPIPod(t, n, ns, "server", "the ephemeral container dbg running", func(p *v1.Pod) bool {
 		for _, s := range p.Status.EphemeralContainerStatuses {
 			if s.Name == "dbg" {
 				return s.State.Running != nil
@@ -72,7 +72,7 @@ func testDebugNode(t *testing.T, n *clusterNode) {
 	if m == nil {
 		t.Fatalf("kubectl debug node/%s: %q", n.Name, out)
 	}
-	pod := waitPod(t, ns, m[1], "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	pod := waitAPIPod(t, n, ns, m[1], "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	if s := pod.Spec; s.NodeName != n.Name || !s.HostPID || !s.HostNetwork || !s.HostIPC {
 		t.Errorf("the node debugging pod: node %q, hostPID %v, hostNetwork %v, hostIPC %v", s.NodeName, s.HostPID, s.HostNetwork, s.HostIPC)
 	}
@@ -210,7 +210,7 @@ func testDescribe(t *testing.T, n *clusterNode, ns string) {
 		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "described"}, Spec: spec}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPod(t, ns, "described", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	waitAPIPod(t, n, ns, "described", "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	kubectl(t, "delete", "pod", "-n", ns, "described", "--wait=false")
 	steps := []*regexp.Regexp{
 		regexp.MustCompile(`Normal\s+Scheduled\s+.*default-scheduler\s+Successfully assigned ` + regexp.QuoteMeta(ns) + `/described to ` + regexp.QuoteMeta(n.Name)),

@@ -63,15 +63,7 @@ func testAttach(t *testing.T, ns string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			out, stderr := startReading(t, cmd)
 			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 			want := fmt.Sprintf("got-hello-%d", i)
 			// The first lines may be typed before the attach is through;
@@ -124,15 +116,7 @@ func portForward(t testing.TB, env []string, args ...string) (map[string]string,
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := kubectlCommand(t, ctx, env, append([]string{"port-forward", "--address", "127.0.0.1"}, args...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out, stderr := startReading(t, cmd)
 	stop := func() { cancel(); _ = cmd.Wait() }
 	want := 0
 	for _, a := range args {

@@ -6,12 +6,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,23 +44,6 @@ type kubectlOptions struct {
 	Timeout time.Duration
 }
 
-// kubectlCommand is kubectl as the cluster's admin, not started.
-func kubectlCommand(t testing.TB, ctx context.Context, env []string, args ...string) *exec.Cmd {
-	t.Helper()
-	cluster(t)
-	kubeconfig, err := adminKubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := devnode.KubeToolsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	return cmd
-}
-
 // kubectlResult runs kubectl to its end and returns what it wrote and its
 // exit code; only a failure to run it fails the test.
 func kubectlResult(t testing.TB, o kubectlOptions, args ...string) kubectlRun {
@@ -86,6 +67,21 @@ func kubectlResult(t testing.TB, o kubectlOptions, args ...string) kubectlRun {
 	return kubectlRun{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}
 }
 
+// startReading starts cmd with its stdout to read and its stderr kept.
+func startReading(t testing.TB, cmd *exec.Cmd) (io.ReadCloser, *strings.Builder) {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return out, stderr
+}
+
 // kubectlTTY runs kubectl under a pseudo-terminal (util-linux's script),
 // as a user's -it session: input is typed into the terminal. script -e
 // exits with kubectl's code; the terminal merges stdout and stderr.
@@ -94,15 +90,7 @@ func kubectlTTY(t testing.TB, env []string, input string, args ...string) kubect
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Fatalf("no script(1) for a terminal: %v (Debian's bsdutils)", err)
 	}
-	kubeconfig, err := adminKubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := devnode.KubeToolsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := shellQuote(append([]string{filepath.Join(bin, "kubectl"), "--kubeconfig", kubeconfig}, args...))
+	line := shellQuote(kubectlArgs(t, args...))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "script", "-qefc", line, "/dev/null")
@@ -110,7 +98,7 @@ func kubectlTTY(t testing.TB, env []string, input string, args ...string) kubect
 	cmd.Stdin = &slowReader{data: []byte(input)}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) || ctx.Err() != nil {
 		t.Fatalf("script kubectl %s: %v\n%s", strings.Join(args, " "), err, &out)
@@ -202,14 +190,7 @@ func createPods(t *testing.T, n *clusterNode, ns string, pods ...*v1.Pod) {
 	}
 }
 
-func podReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
+func podReady(p *v1.Pod) bool { return hasCondition(p, v1.PodReady) }
 
 // TestKubectl runs every kubectl command that reaches the node against one
 // microlet node, its cases in parallel. Logs rotate at 64 KiB, checked
@@ -237,7 +218,7 @@ func TestKubectl(t *testing.T) {
 	t.Run("attach", func(t *testing.T) { t.Parallel(); testAttach(t, ns) })
 	t.Run("port-forward", func(t *testing.T) { t.Parallel(); testPortForward(t, ns) })
 	t.Run("cp", func(t *testing.T) { t.Parallel(); testCopy(t, ns) })
-	t.Run("debug pod", func(t *testing.T) { t.Parallel(); testDebugPod(t, ns) })
+	t.Run("debug pod", func(t *testing.T) { t.Parallel(); testDebugPod(t, n, ns) })
 	t.Run("debug node", func(t *testing.T) { t.Parallel(); testDebugNode(t, n) })
 	t.Run("node proxy", func(t *testing.T) { t.Parallel(); testNodeProxy(t, n) })
 	t.Run("node API identity", func(t *testing.T) { t.Parallel(); testNodeAPIIdentity(t, n) })
@@ -254,37 +235,4 @@ func hostIP(t testing.TB) string {
 	}
 	defer conn.Close()
 	return conn.LocalAddr().(*net.UDPAddr).IP.String()
-}
-
-// eventually polls cond every 250 ms until it holds, failing t with what
-// it saw last after pressuree2e.WaitTimeout. Subtests use it, not the
-// node's Eventually, which fails the test that started the node.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(pressuree2e.WaitTimeout)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s still waiting for %s; last seen: %s", pressuree2e.WaitTimeout, what, seen)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
-// waitPod waits, in a subtest, until the API's pod ns/name satisfies cond.
-func waitPod(t *testing.T, ns, name, what string, cond func(*v1.Pod) bool) *v1.Pod {
-	t.Helper()
-	var pod *v1.Pod
-	eventually(t, fmt.Sprintf("pod %s/%s: %s", ns, name, what), func() (bool, string) {
-		p, err := cluster(t).Admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		pod = p
-		return cond(p), describe(p, nil)
-	})
-	return pod
 }

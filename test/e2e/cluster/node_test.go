@@ -102,13 +102,13 @@ func TestNodeRegistersReady(t *testing.T) {
 	// gets a fresh heartbeat once the node's checks pass.
 	// (The API keeps whole seconds: the restart may post within the
 	// second it began, but seconds after the last post before it.)
-	before := readyCondition(apiNode(t, n.Name))
+	before := readyCondition(apiNode(t, n))
 	n.RestartCore()
 	n.Eventually("a heartbeat after the restart", func() (bool, string) {
-		c := readyCondition(apiNode(t, n.Name))
+		c := readyCondition(apiNode(t, n))
 		return c.LastHeartbeatTime.After(before.LastHeartbeatTime.Time), fmt.Sprintf("%+v", c)
 	})
-	if after := readyCondition(apiNode(t, n.Name)); after.Status != v1.ConditionTrue || !after.LastTransitionTime.Equal(&before.LastTransitionTime) {
+	if after := readyCondition(apiNode(t, n)); after.Status != v1.ConditionTrue || !after.LastTransitionTime.Equal(&before.LastTransitionTime) {
 		t.Errorf("Ready after a restart %+v, before %+v: want True since before", after, before)
 	}
 
@@ -133,7 +133,7 @@ func TestNodeNotReadyWhileStopped(t *testing.T) {
 
 	n.StopCore()
 	n.Eventually("the node lifecycle controller marks the node NotReady", func() (bool, string) {
-		c := readyCondition(apiNode(t, n.Name))
+		c := readyCondition(apiNode(t, n))
 		return c.Status == v1.ConditionUnknown && c.Reason == "NodeStatusUnknown", fmt.Sprintf("%+v", c)
 	})
 	n.StartCore()
@@ -154,14 +154,14 @@ func startReadyNode(t *testing.T) *clusterNode {
 	return n
 }
 
-// waitReady waits until the node's Node is Ready; with a uid, a Node other
-// than that one.
+// waitReady waits until the node's Node in its cluster is Ready; with a
+// uid, a Node other than that one.
 func waitReady(t *testing.T, n *clusterNode, notUID types.UID) *v1.Node {
 	t.Helper()
 	var node *v1.Node
-	n.Eventually("the node Ready", func() (bool, string) {
+	eventually(t, "the node Ready", func() (bool, string) {
 		var err error
-		if node, err = cluster(t).Admin.CoreV1().Nodes().Get(context.Background(), n.Name, metav1.GetOptions{}); err != nil {
+		if node, err = n.Cluster.Admin.CoreV1().Nodes().Get(context.Background(), n.Name, metav1.GetOptions{}); err != nil {
 			return false, err.Error()
 		}
 		c := readyCondition(node)
@@ -170,13 +170,13 @@ func waitReady(t *testing.T, n *clusterNode, notUID types.UID) *v1.Node {
 	return node
 }
 
-// apiNode is the Node as the API server has it, for polling (kubectl is
-// a process per call).
-func apiNode(t *testing.T, name string) *v1.Node {
+// apiNode is n's Node as its cluster's API server has it, for polling
+// (kubectl is a process per call).
+func apiNode(t *testing.T, n *clusterNode) *v1.Node {
 	t.Helper()
-	node, err := cluster(t).Admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	node, err := n.Cluster.Admin.CoreV1().Nodes().Get(context.Background(), n.Name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("get node %s: %v", name, err)
+		t.Fatalf("get node %s: %v", n.Name, err)
 	}
 	return node
 }
@@ -234,7 +234,7 @@ func TestNodeNotReadyWithoutNetwork(t *testing.T) {
 	}
 	t.Cleanup(restore)
 	n.Eventually("NotReady for the network", func() (bool, string) {
-		c := readyCondition(apiNode(t, n.Name))
+		c := readyCondition(apiNode(t, n))
 		return c.Status == v1.ConditionFalse && c.Reason == "KubeletNotReady" && strings.Contains(c.Message, "CNI"), fmt.Sprintf("%+v", c)
 	})
 	restore()
@@ -255,7 +255,7 @@ func TestNodeReportsMemoryPressure(t *testing.T) {
 	}
 	n := startNode(t, nodeOptions{Plugins: plugins})
 	n.Eventually("MemoryPressure on the Node, tainted for it", func() (bool, string) {
-		node := apiNode(t, n.Name)
+		node := apiNode(t, n)
 		var pressure v1.NodeCondition
 		for _, c := range node.Status.Conditions {
 			if c.Type == v1.NodeMemoryPressure {
@@ -267,7 +267,7 @@ func TestNodeReportsMemoryPressure(t *testing.T) {
 				pressure.Message == "kubelet has insufficient memory available" && tainted,
 			fmt.Sprintf("%+v, taints %v", pressure, node.Spec.Taints)
 	})
-	if c := readyCondition(apiNode(t, n.Name)); c.Status != v1.ConditionTrue {
+	if c := readyCondition(apiNode(t, n)); c.Status != v1.ConditionTrue {
 		t.Errorf("Ready %+v under memory pressure, want True as the kubelet", c)
 	}
 }

@@ -65,7 +65,7 @@ func TestAPIServerOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := startNode(t, nodeOptions{Cluster: c})
-	waitNodeReady(t, n, c)
+	waitReady(t, n, "")
 
 	// The pods wait for files the test writes while the API server is down.
 	ctl := t.TempDir()
@@ -87,10 +87,10 @@ func TestAPIServerOutage(t *testing.T) {
 	create("restarts", v1.RestartPolicyAlways, `[ -e /ctl/restarted ] && exec sleep 100000; `+waitFor+"; touch /ctl/restarted; exit 1")
 	running := map[string]*v1.Pod{}
 	for _, name := range []string{"steady", "exits", "restarts"} {
-		running[name] = waitPodIn(t, n, c, name, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+		running[name] = waitAPIPod(t, n, "default", name, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	}
 	steadyBefore := n.Containers(running["steady"].UID)
-	readyBefore := readyCondition(nodeIn(t, c, n.Name))
+	readyBefore := readyCondition(apiNode(t, n))
 	leaseBefore, err := c.Admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, n.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -132,14 +132,14 @@ func TestAPIServerOutage(t *testing.T) {
 	}
 
 	// Back: everything catches up.
-	exited := waitPodIn(t, n, c, "exits", "Failed with exit code 3", func(p *v1.Pod) bool {
+	exited := waitAPIPod(t, n, "default", "exits", "Failed with exit code 3", func(p *v1.Pod) bool {
 		s := p.Status.ContainerStatuses
 		return p.Status.Phase == v1.PodFailed && len(s) == 1 && s[0].State.Terminated != nil && s[0].State.Terminated.ExitCode == 3
 	})
 	if id := exited.Status.ContainerStatuses[0].ContainerID; id != running["exits"].Status.ContainerStatuses[0].ContainerID {
 		t.Errorf("the pod that exited shows container %s, want the one it ran (%s)", id, running["exits"].Status.ContainerStatuses[0].ContainerID)
 	}
-	waitPodIn(t, n, c, "restarts", "Running after 1 restart with exit code 1", func(p *v1.Pod) bool {
+	waitAPIPod(t, n, "default", "restarts", "Running after 1 restart with exit code 1", func(p *v1.Pod) bool {
 		s := p.Status.ContainerStatuses
 		return p.Status.Phase == v1.PodRunning && len(s) == 1 && s[0].RestartCount == 1 && s[0].State.Running != nil &&
 			s[0].LastTerminationState.Terminated != nil && s[0].LastTerminationState.Terminated.ExitCode == 1
@@ -156,7 +156,7 @@ func TestAPIServerOutage(t *testing.T) {
 		}
 		return started >= 2, fmt.Sprintf("%d Started", started)
 	})
-	if ready := readyCondition(nodeIn(t, c, n.Name)); ready.Status != v1.ConditionTrue || !ready.LastTransitionTime.Equal(&readyBefore.LastTransitionTime) {
+	if ready := readyCondition(apiNode(t, n)); ready.Status != v1.ConditionTrue || !ready.LastTransitionTime.Equal(&readyBefore.LastTransitionTime) {
 		t.Errorf("Ready after the outage %+v, before %+v: want True since before", ready, readyBefore)
 	}
 	n.Eventually("the Lease renewed after the outage", func() (bool, string) {
@@ -246,42 +246,4 @@ func agentCPU(t *testing.T, n *clusterNode) time.Duration {
 		total += stat.CPUTime()
 	}
 	return time.Duration(total * float64(time.Second))
-}
-
-// waitNodeReady waits until n's Node in cluster c is Ready.
-func waitNodeReady(t *testing.T, n *clusterNode, c *devcluster.Cluster) {
-	t.Helper()
-	n.Eventually("the node Ready", func() (bool, string) {
-		node, err := c.Admin.CoreV1().Nodes().Get(context.Background(), n.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		ready := readyCondition(node)
-		return ready.Status == v1.ConditionTrue, fmt.Sprintf("%+v", ready)
-	})
-}
-
-// nodeIn is the Node name of cluster c.
-func nodeIn(t *testing.T, c *devcluster.Cluster, name string) *v1.Node {
-	t.Helper()
-	node, err := c.Admin.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get node %s: %v", name, err)
-	}
-	return node
-}
-
-// waitPodIn waits until the pod default/name of cluster c satisfies cond.
-func waitPodIn(t *testing.T, n *clusterNode, c *devcluster.Cluster, name, what string, cond func(*v1.Pod) bool) *v1.Pod {
-	t.Helper()
-	var pod *v1.Pod
-	n.Eventually(fmt.Sprintf("pod %s: %s", name, what), func() (bool, string) {
-		p, err := c.Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		pod = p
-		return cond(p), describe(p, nil)
-	})
-	return pod
 }

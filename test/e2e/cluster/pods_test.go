@@ -108,13 +108,7 @@ func TestGracefulDeletionHonoursTheGrace(t *testing.T) {
 	const grace = 3 * time.Second
 	deleted := time.Now()
 	kubectl(t, "delete", "pod", "-n", ns, "stubborn", "--grace-period=3", "--wait=false")
-	n.Eventually("the pod gone from the API", func() (bool, string) {
-		p, err := pods.Get(ctx, "stubborn", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, ""
-		}
-		return false, describe(p, err)
-	})
+	waitAPIPodGone(t, n, ns, "stubborn", "the pod gone from the API")
 	// A lower bound only: the container cannot have stopped before its
 	// grace ran out, since it ignores SIGTERM.
 	if took := time.Since(deleted); took < grace {
@@ -154,13 +148,7 @@ func TestStaticPodMirror(t *testing.T) {
 	if err := os.Remove(manifest); err != nil {
 		t.Fatal(err)
 	}
-	n.Eventually("the mirror pod gone with the manifest", func() (bool, string) {
-		p, err := cluster(t).Admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, ""
-		}
-		return false, describe(p, err)
-	})
+	waitAPIPodGone(t, n, "default", name, "the mirror pod gone with the manifest")
 }
 
 // TestPodsTheNodeCannotRun: a pod asking for more CPU than the node has is
@@ -253,12 +241,13 @@ func testNamespace(t *testing.T) string {
 	return name
 }
 
-// waitAPIPod waits until the API's pod ns/name satisfies cond.
+// waitAPIPod waits until the pod ns/name in the API of n's cluster
+// satisfies cond; t may be a subtest.
 func waitAPIPod(t *testing.T, n *clusterNode, ns, name, what string, cond func(*v1.Pod) bool) *v1.Pod {
 	t.Helper()
 	var pod *v1.Pod
-	n.Eventually(fmt.Sprintf("pod %s/%s: %s", ns, name, what), func() (bool, string) {
-		p, err := cluster(t).Admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	eventually(t, fmt.Sprintf("pod %s/%s: %s", ns, name, what), func() (bool, string) {
+		p, err := n.Cluster.Admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -266,6 +255,19 @@ func waitAPIPod(t *testing.T, n *clusterNode, ns, name, what string, cond func(*
 		return cond(p), describe(p, nil)
 	})
 	return pod
+}
+
+// waitAPIPodGone waits until the pod ns/name has left the API of n's
+// cluster.
+func waitAPIPodGone(t *testing.T, n *clusterNode, ns, name, what string) {
+	t.Helper()
+	eventually(t, what, func() (bool, string) {
+		p, err := n.Cluster.Admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, describe(p, err)
+	})
 }
 
 func describe(p *v1.Pod, err error) string {
@@ -325,13 +327,7 @@ func TestAPIPodsAcrossARestart(t *testing.T) {
 	n.StartCore()
 
 	waitAPIPod(t, n, ns, "new", "Running", isRunning)
-	n.Eventually("the pod deleted meanwhile gone from the API", func() (bool, string) {
-		p, err := pods.Get(ctx, "goes", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, ""
-		}
-		return false, describe(p, err)
-	})
+	waitAPIPodGone(t, n, ns, "goes", "the pod deleted meanwhile gone from the API")
 	now, err := pods.Get(ctx, "stays", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

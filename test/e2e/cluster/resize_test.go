@@ -58,7 +58,7 @@ func TestInPlaceResize(t *testing.T) {
 	running := func(name string) *v1.Pod {
 		return waitAPIPod(t, n, ns, name, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	}
-	node := apiNode(t, n.Name)
+	node := apiNode(t, n)
 	allocatableCPU := node.Status.Allocatable.Cpu().MilliValue()
 
 	create("fits", resources("100m", "32Mi", "200m", "64Mi"), nil)
@@ -167,8 +167,10 @@ func resizedTo(p *v1.Pod, cpuReq, memReq, cpuLim, memLim string) bool {
 		r.Limits.Cpu().Equal(resource.MustParse(cpuLim)) && r.Limits.Memory().Equal(resource.MustParse(memLim))
 }
 
+// hasCondition says whether p's condition of type t is True.
 func hasCondition(p *v1.Pod, t v1.PodConditionType) bool { return condition(p, t) != nil }
 
+// condition is p's condition of type t if it is True, else nil.
 func condition(p *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
 	for i := range p.Status.Conditions {
 		if c := &p.Status.Conditions[i]; c.Type == t && c.Status == v1.ConditionTrue {

@@ -11,12 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/microlet/microlet/internal/devnode"
@@ -273,24 +271,4 @@ func procStatus(t *testing.T, textOrPath string) map[string]string {
 		}
 	}
 	return out
-}
-
-// execResult runs cmd in the pod's running container of that name and
-// returns its exit code, stdout and stderr, whatever the code.
-func execResult(t *testing.T, n *clusterNode, uid types.UID, container string, cmd ...string) (int32, string, string) {
-	t.Helper()
-	for _, c := range n.Containers(uid) {
-		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING || c.Metadata.Name != container {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		resp, err := n.CRI.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: c.Id, Cmd: cmd, Timeout: 20})
-		if err != nil {
-			t.Fatalf("exec %v: %v", cmd, err)
-		}
-		return resp.ExitCode, string(resp.Stdout), string(resp.Stderr)
-	}
-	t.Fatalf("exec %v: pod %s has no running container %s", cmd, uid, container)
-	return 0, "", ""
 }

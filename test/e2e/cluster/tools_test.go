@@ -104,13 +104,6 @@ func (d *daemon) running() error {
 // caller that retries.
 func kubectlOutput(t testing.TB, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	kubeconfig, err := adminKubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := devnode.KubeToolsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return runTool(t, filepath.Join(dir, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	line := kubectlArgs(t, args...)
+	return runTool(t, line[0], line[1:]...)
 }

@@ -71,8 +71,20 @@ func TestDeploymentWithTheServiceAccountVolume(t *testing.T) {
 // nodes do not resolve.)
 func execIn(t *testing.T, n *clusterNode, uid types.UID, cmd ...string) string {
 	t.Helper()
+	code, stdout, stderr := execResult(t, n, uid, "", cmd...)
+	if code != 0 {
+		t.Fatalf("exec %v: exit code %d: %s", cmd, code, stderr)
+	}
+	return stdout
+}
+
+// execResult runs cmd in the pod's running container of that name, or
+// with "" its first running one, and returns its exit code, stdout and
+// stderr, whatever the code.
+func execResult(t *testing.T, n *clusterNode, uid types.UID, container string, cmd ...string) (int32, string, string) {
+	t.Helper()
 	for _, c := range n.Containers(uid) {
-		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING || container != "" && c.Metadata.Name != container {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -81,13 +93,10 @@ func execIn(t *testing.T, n *clusterNode, uid types.UID, cmd ...string) string {
 		if err != nil {
 			t.Fatalf("exec %v: %v", cmd, err)
 		}
-		if resp.ExitCode != 0 {
-			t.Fatalf("exec %v: exit code %d: %s", cmd, resp.ExitCode, resp.Stderr)
-		}
-		return string(resp.Stdout)
+		return resp.ExitCode, string(resp.Stdout), string(resp.Stderr)
 	}
-	t.Fatalf("exec %v: pod %s has no running container", cmd, uid)
-	return ""
+	t.Fatalf("exec %v: pod %s has no running container %s", cmd, uid, container)
+	return 0, "", ""
 }
 
 func hasServiceAccountVolume(pod *v1.Pod) bool {
