@@ -16,13 +16,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/microlet/microlet/internal/devcluster"
 	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/devrun"
 )
@@ -42,62 +40,30 @@ func main() {
 		HealthzPort: *healthzPort, ReadOnlyPort: *readOnlyPort, Port: *port, Logger: log}
 	opts.Bin, _ = filepath.Abs(*bin)
 	opts.Manifests, _ = filepath.Abs(*manifests)
-	if err := run(opts, log); err != nil {
+	if err := run(opts); err != nil {
 		log.Error("failed", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(opts devrun.Options, log hclog.Logger) error {
+func run(opts devrun.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	kubeBin, err := devnode.KubeToolsDir()
 	if err != nil {
 		return err
 	}
-	log.Info("starting the control plane")
-	c, err := devcluster.Start(ctx, devcluster.Options{KubeBin: kubeBin, Controllers: true})
-	if err != nil {
-		return fmt.Errorf("control plane (make kube-tools builds its binaries): %w", err)
-	}
-	defer func() {
-		if err := c.Close(); err != nil {
-			log.Error("stopping the control plane", "error", err)
-		}
-	}()
-	admin, err := c.Kubeconfig("admin", "system:masters")
+	cl, err := devrun.StartCluster(ctx, kubeBin, opts)
 	if err != nil {
 		return err
 	}
-	bootstrap, err := c.BootstrapKubeconfig(ctx, 24*time.Hour)
-	if err != nil {
-		return err
-	}
-	kubeconfig := filepath.Join(c.Dir, "node.kubeconfig")
-	opts.Extra = fmt.Sprintf(`
-# Joins the cluster by TLS bootstrap; callers of the node API authenticate
-# with a client certificate of the cluster's CA or a token the API server
-# knows.
-kubeconfig = %q
-bootstrap_kubeconfig = %q
-rotate_certificates = true
-node_ip = "127.0.0.1"
-authentication {
-  x509 {
-    client_ca_file = %q
-  }
-}
-`, kubeconfig, bootstrap, c.CAFile())
-	node, err := devrun.Start(ctx, opts)
-	if err != nil {
-		return err
-	}
-	defer node.Stop()
-	if err := waitForFile(ctx, node, kubeconfig); err != nil {
+	defer cl.Stop()
+	node := cl.Node
+	if err := waitForFile(ctx, node, cl.NodeKubeconfig); err != nil {
 		return err
 	}
 
-	kubectl := fmt.Sprintf("KUBECONFIG=%s %s", admin, filepath.Join(kubeBin, "kubectl"))
+	kubectl := fmt.Sprintf("KUBECONFIG=%s %s", cl.Admin, filepath.Join(kubeBin, "kubectl"))
 	fmt.Printf(`
 A cluster is up: its API server at %s (etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler on loopback), and node %q, microlet (pid %d) on a private containerd,
@@ -109,7 +75,7 @@ joined by TLS bootstrap (its client certificate is in %s).
   control plane logs: %s/*.log
 
 Ctrl-C stops everything.
-`, c.URL, hostname(), node.PID, filepath.Join(node.Dir, "root", "pki"), kubectl, node.LogPath, node.ConfigPath, c.Dir)
+`, cl.Control.URL, cl.NodeName, node.PID, filepath.Join(node.Dir, "root", "pki"), kubectl, node.LogPath, node.ConfigPath, cl.Control.Dir)
 	return node.Wait(ctx)
 }
 
@@ -132,11 +98,4 @@ func waitForFile(ctx context.Context, node *devrun.Node, path string) error {
 		}
 	}
 	return nil
-}
-
-// hostname is the node's name: the host name, lowercased, as microlet
-// defaults node_name.
-func hostname() string {
-	name, _ := os.Hostname()
-	return strings.ToLower(name)
 }

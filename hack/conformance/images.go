@@ -77,9 +77,9 @@ func suiteImages(kubeBin, agnhostSrc string) []devnode.Image {
 	})
 	nonewprivs.Cmd = []string{"nnp"}
 
-	nonroot := on("registry.k8s.io/e2e-test-images/nonroot:1.4", nil)
-	nonroot.Layers = busybox.Layers
-	nonroot.User = "1234"
+	// nonroot: busybox run as a user other than root.
+	nonroot := busybox
+	nonroot.Ref, nonroot.User = "registry.k8s.io/e2e-test-images/nonroot:1.4", "1234"
 
 	return []devnode.Image{
 		busybox, agnhost, nginx, httpd, nonewprivs, nonroot,

@@ -29,7 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/microlet/microlet/internal/devcluster"
 	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/devrun"
 )
@@ -88,24 +87,6 @@ func run(bin, focus, skip string, procs int, reportDir string, extra []string, l
 		return err
 	}
 
-	log.Info("starting the control plane")
-	c, err := devcluster.Start(ctx, devcluster.Options{KubeBin: kubeBin, Controllers: true})
-	if err != nil {
-		return fmt.Errorf("control plane (make kube-tools builds its binaries): %w", err)
-	}
-	defer func() {
-		if err := c.Close(); err != nil {
-			log.Error("stopping the control plane", "error", err)
-		}
-	}()
-	admin, err := c.Kubeconfig("admin", "system:masters")
-	if err != nil {
-		return err
-	}
-	bootstrap, err := c.BootstrapKubeconfig(ctx, 24*time.Hour)
-	if err != nil {
-		return err
-	}
 	opts := devrun.Options{CgroupRoot: "/microlet-conformance", Logger: log,
 		HealthzPort: 10248, ReadOnlyPort: 10255, Port: 10250}
 	if opts.Bin, err = filepath.Abs(bin); err != nil {
@@ -116,29 +97,19 @@ func run(bin, focus, skip string, procs int, reportDir string, extra []string, l
 		return err
 	}
 	defer os.RemoveAll(opts.Manifests)
-	opts.Extra = fmt.Sprintf(`
-kubeconfig = %q
-bootstrap_kubeconfig = %q
-rotate_certificates = true
-node_ip = "127.0.0.1"
-authentication {
-  x509 {
-    client_ca_file = %q
-  }
-}
-`, filepath.Join(c.Dir, "node.kubeconfig"), bootstrap, c.CAFile())
-	node, err := devrun.Start(ctx, opts)
+	cl, err := devrun.StartCluster(ctx, kubeBin, opts)
 	if err != nil {
 		return err
 	}
-	defer node.Stop()
+	defer cl.Stop()
+	node := cl.Node
 	log.Info("importing the suite's images")
 	for _, img := range suiteImages(kubeBin, agnhostSrc) {
 		if err := node.Dev.ImportImage(ctx, img); err != nil {
 			return fmt.Errorf("image %s: %w", img.Ref, err)
 		}
 	}
-	if err := waitReady(ctx, c, node); err != nil {
+	if err := waitReady(ctx, cl); err != nil {
 		return err
 	}
 
@@ -148,7 +119,7 @@ authentication {
 		"--focus", focus, "--skip", skip,
 		"--junit-report", "junit.xml", "--output-dir", reportDir,
 		filepath.Join(kubeBin, "e2e.test"), "--",
-		"--kubeconfig", admin, "--provider", "local", "--node-os-distro", "debian",
+		"--kubeconfig", cl.Admin, "--provider", "local", "--node-os-distro", "debian",
 		"--report-dir", reportDir,
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(kubeBin, "ginkgo"), append(args, extra...)...)
@@ -198,11 +169,10 @@ func agnhostSource() (string, error) {
 }
 
 // waitReady waits until the node registered and is Ready.
-func waitReady(ctx context.Context, c *devcluster.Cluster, node *devrun.Node) error {
-	name, _ := os.Hostname()
-	name = strings.ToLower(name)
+func waitReady(ctx context.Context, cl *devrun.Cluster) error {
+	name := cl.NodeName
 	err := wait.PollUntilContextTimeout(ctx, time.Second, readyTimeout, true, func(ctx context.Context) (bool, error) {
-		n, err := c.Admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		n, err := cl.Control.Admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -214,7 +184,7 @@ func waitReady(ctx context.Context, c *devcluster.Cluster, node *devrun.Node) er
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("node %s not Ready within %s (%w); its log: %s", name, readyTimeout, err, node.LogPath)
+		return fmt.Errorf("node %s not Ready within %s (%w); its log: %s", name, readyTimeout, err, cl.Node.LogPath)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ out="${1:-$repo/.cache/kube/bin}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 cd "$here"
+source "$repo/hack/lib/stamp.sh"
 
 # Upstream builds these statically (hack/lib/golang.sh KUBE_STATIC_BINARIES);
 # the kubelet and the device plugin keep cgo, as in a release.
@@ -41,21 +42,14 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
 done
 flags=(-trimpath -tags selinux,notest,grpcnotrace -ldflags "$ldflags")
 
-stamp_key="$(
-	{
-		go version
-		echo "${flags[*]}"
-		cat go.mod go.sum
-	} | sha256sum | cut -d' ' -f1
-)"
+stamp="$(build_stamp "$version" "${flags[*]}" go.mod go.sum)"
 
 # stale PKG... prints the packages whose binary is missing or was built from
 # something else.
 stale() {
-	local pkg bin
+	local pkg
 	for pkg in "$@"; do
-		bin="$out/${pkg##*/}"
-		if [[ -x "$bin" && "$(cat "$bin.stamp" 2>/dev/null)" == "$version $stamp_key" ]]; then
+		if fresh "$out/${pkg##*/}" "$stamp"; then
 			echo "kube-tools: ${pkg##*/} $version is up to date" >&2
 		else
 			echo "$pkg"
@@ -73,7 +67,7 @@ build() {
 	local start=$SECONDS pkg
 	CGO_ENABLED="$cgo" go build "${flags[@]}" -o "$out/" "$@"
 	for pkg in "$@"; do
-		echo "$version $stamp_key" >"$out/${pkg##*/}.stamp"
+		echo "$stamp" >"$out/${pkg##*/}.stamp"
 	done
 	echo "kube-tools: built ${*##*/} in $((SECONDS - start))s" >&2
 }

@@ -17,6 +17,7 @@ repo="$(cd "$here/../.." && pwd)"
 out="${1:-$repo/.cache/kube/bin}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+source "$repo/hack/lib/stamp.sh"
 
 # dir|binary|module of the version|ldflags variable that carries it|build tags
 # promtool is built with Prometheus's own remove_all_sd tag (plugins/*.go):
@@ -35,15 +36,9 @@ build() {
 	local version
 	version="$(go list -m -f '{{.Version}}' "$module")"
 	local ldflags="-s -w -X $var=$version"
-	local key
-	key="$(
-		{
-			go version
-			echo "$ldflags${tags:+ -tags $tags}"
-			cat go.mod go.sum
-		} | sha256sum | cut -d' ' -f1
-	)"
-	if [[ -x "$bin" && "$(cat "$bin.stamp" 2>/dev/null)" == "$version $key" ]]; then
+	local stamp
+	stamp="$(build_stamp "$version" "$ldflags${tags:+ -tags $tags}" go.mod go.sum)"
+	if fresh "$bin" "$stamp"; then
 		echo "tools: $2 $version is up to date" >&2
 		return 0
 	fi
@@ -51,7 +46,7 @@ build() {
 	local start=$SECONDS
 	CGO_ENABLED=0 go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$bin.new" "$(awk '$1 == "tool" {print $2}' go.mod)"
 	mv -f "$bin.new" "$bin"
-	echo "$version $key" >"$bin.stamp"
+	echo "$stamp" >"$bin.stamp"
 	echo "tools: built $2 in $((SECONDS - start))s" >&2
 }
 

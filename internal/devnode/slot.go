@@ -178,10 +178,7 @@ func releaseSlot(s slot) error {
 		return err
 	}
 	defer unlock()
-	if err := releaseSlotLocked(s); err != nil {
-		return err
-	}
-	if left, err := anySlotLeft(); err != nil || left {
+	if last, err := releaseSlotLocked(s); err != nil || !last {
 		return err
 	}
 	if err := os.Remove(lockPath); err != nil {
@@ -205,13 +202,14 @@ func anySlotLeft() (bool, error) {
 	return false, nil
 }
 
-// releaseSlotLocked is releaseSlot for a caller holding the lock.
-func releaseSlotLocked(s slot) error {
+// releaseSlotLocked is releaseSlot but for the lock file and runRoot, for
+// a caller holding the lock; last says no other node is left.
+func releaseSlotLocked(s slot) (last bool, err error) {
 	if err := os.RemoveAll(s.runDir()); err != nil {
-		return err
+		return false, err
 	}
 	if left, err := anySlotLeft(); err != nil || left {
-		return err
+		return false, err
 	}
 	dirs := sharedDirs
 	if points, err := cgroupMounts(); err == nil {
@@ -224,7 +222,7 @@ func releaseSlotLocked(s slot) error {
 		// another CNI user's files stay, and so does the directory.
 		unix.Rmdir(d)
 	}
-	return removeIdlePortmapChains()
+	return true, removeIdlePortmapChains()
 }
 
 // reapAbandoned closes the nodes whose owning process is gone: a test
@@ -255,7 +253,8 @@ func reapAbandoned(ctx context.Context, log hclog.Logger) {
 		node.adoptContainerd(rec.ContainerdPID)
 		clean, err := node.teardown(ctx)
 		if clean {
-			err = errors.Join(err, releaseSlotLocked(s))
+			_, rerr := releaseSlotLocked(s)
+			err = errors.Join(err, rerr)
 		}
 		if err != nil {
 			log.Error("cleaning up an abandoned node failed", "slot", int(s), "error", err)

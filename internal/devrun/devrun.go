@@ -1,9 +1,10 @@
 // Package devrun runs a microlet node on this machine for the make
-// targets (hack/run, hack/cluster): a private containerd with its own CNI
-// bridge and local images (internal/devnode), a cgroup root of its own,
-// every plugin, and the core on a config written for it, its output in a
-// log file. Close stops the core, every pod and containerd, and removes
-// what it made.
+// targets (hack/run, hack/cluster, hack/conformance): a private containerd
+// with its own CNI bridge and local images (internal/devnode), a cgroup
+// root of its own, every plugin, and the core on a config written for it,
+// its output in a log file. Close stops the core, every pod and containerd,
+// and removes what it made. StartCluster joins such a node to a control
+// plane of its own (internal/devcluster).
 package devrun
 
 import (

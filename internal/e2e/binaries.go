@@ -74,6 +74,22 @@ func Build(dir string) error {
 	return os.Chmod(dir, 0o755)
 }
 
+// BuildProgram builds a helper program of the tests, the repository's
+// package pkg ("./internal/..."), statically as the file out.
+func BuildProgram(out, pkg string) error {
+	root, err := devnode.RepoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %v\n%s", pkg, err, msg)
+	}
+	return nil
+}
+
 // builtinPlugins is the main package of the built-in plugins' executable.
 const builtinPlugins = "plugins/cmd/microlet-plugins"
 

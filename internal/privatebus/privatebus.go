@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/e2e"
 	"github.com/microlet/microlet/internal/prereq"
 )
@@ -114,15 +113,9 @@ type LogindOptions struct {
 // owns its names once this returns.
 func StartLogind(t *testing.T, bus *Bus, opts LogindOptions) *Logind {
 	t.Helper()
-	root, err := devnode.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := filepath.Join(bus.dir, "logind-standin")
-	build := exec.Command("go", "build", "-o", bin, "./internal/privatebus/logind-standin")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the logind stand-in: %v\n%s", err, out)
+	if err := e2e.BuildProgram(bin, "./internal/privatebus/logind-standin"); err != nil {
+		t.Fatalf("the logind stand-in: %v", err)
 	}
 	cmd := exec.Command(bin, "-address", bus.Address, "-delay", opts.Delay.String(), "-conf-dir", opts.ConfDir)
 	l := &Logind{t: t, added: make(chan struct{}, 1)}

@@ -20,6 +20,9 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/microlet/microlet/internal/devcluster"
+	"github.com/microlet/microlet/internal/e2e"
 )
 
 // Program is the registry's executable, from Debian's docker-registry.
@@ -59,7 +62,11 @@ func Start(ctx context.Context, parent string, users map[string]string) (_ *Regi
 			err = errors.Join(err, r.Close())
 		}
 	}()
-	caPEM, certPEM, keyPEM, err := newCertificates()
+	ca, err := devcluster.NewCA("testregistry CA")
+	if err != nil {
+		return nil, err
+	}
+	serving, err := ca.ServingCert("127.0.0.1", []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +78,7 @@ func Start(ctx context.Context, parent string, users map[string]string) (_ *Regi
 		}
 		fmt.Fprintf(&htpasswd, "%s:%s\n", user, hash)
 	}
-	port, err := freePort()
+	port, err := e2e.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -94,14 +101,14 @@ auth:
     realm: testregistry
     path: %[1]s/htpasswd
 `, dir, r.Host)
-	for name, data := range map[string]string{"ca.crt": caPEM, "server.crt": certPEM, "server.key": keyPEM,
+	for name, data := range map[string]string{"ca.crt": string(ca.PEM), "server.crt": string(serving.CertPEM), "server.key": string(serving.KeyPEM),
 		"htpasswd": htpasswd.String(), "config.yml": config} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
 			return nil, err
 		}
 	}
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM([]byte(caPEM))
+	roots.AddCert(ca.Cert)
 	r.client = &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 
 	logFile, err := os.Create(filepath.Join(dir, "registry.log"))
@@ -174,13 +181,4 @@ func (r *Registry) Close() error {
 		errs = append(errs, os.RemoveAll(r.Dir))
 	}
 	return errors.Join(errs...)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

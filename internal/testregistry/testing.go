@@ -2,14 +2,13 @@ package testregistry
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/e2e"
 	"github.com/microlet/microlet/internal/prereq"
 )
 
@@ -48,16 +47,9 @@ func (r *Registry) PushT(t testing.TB, img devnode.Image, repoTag, user, passwor
 // (internal/testregistry/credprovider) as dir/name.
 func BuildCredentialProvider(t testing.TB, dir, name string) string {
 	t.Helper()
-	root, err := devnode.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", out, "./internal/testregistry/credprovider")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the credential provider plugin: %v\n%s", err, msg)
+	if err := e2e.BuildProgram(out, "./internal/testregistry/credprovider"); err != nil {
+		t.Fatalf("the credential provider plugin: %v", err)
 	}
 	return out
 }

@@ -16,6 +16,7 @@ out="${1:-$repo/.cache/kube/bin}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 cd "$here"
+source "$repo/hack/lib/stamp.sh"
 
 version="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
 if [[ ! "$version" =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+ ]]; then
@@ -29,15 +30,9 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
 	ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=${BASH_REMATCH[1]} -X $pkg.gitMinor=${BASH_REMATCH[2]} -X $pkg.gitTreeState=clean"
 done
 flags=(-trimpath -ldflags "$ldflags")
-stamp="$version $({
-	go version
-	echo "${flags[*]}"
-	cat go.mod go.sum nettools/*.go
-} | sha256sum | cut -d' ' -f1)"
+stamp="$(build_stamp "$version" "${flags[*]}" go.mod go.sum nettools/*.go)"
 
-fresh() { [[ -x "$out/$1" && "$(cat "$out/$1.stamp" 2>/dev/null)" == "$stamp" ]]; }
-
-if fresh e2e.test; then
+if fresh "$out/e2e.test" "$stamp"; then
 	echo "conformance: e2e.test $version is up to date" >&2
 else
 	echo "conformance: building e2e.test $version into $out" >&2
@@ -51,7 +46,7 @@ fi
 # (hack/conformance/images.go), so they must not need a libc; ginkgo runs
 # the suite in parallel processes.
 tools=(k8s.io/kubernetes/test/images/agnhost k8s.io/kubernetes/test/images/nonewprivs ./nettools github.com/onsi/ginkgo/v2/ginkgo)
-if fresh agnhost && fresh nonewprivs && fresh nettools && fresh ginkgo; then
+if fresh "$out/agnhost" "$stamp" && fresh "$out/nonewprivs" "$stamp" && fresh "$out/nettools" "$stamp" && fresh "$out/ginkgo" "$stamp"; then
 	echo "conformance: agnhost, nonewprivs, nettools, ginkgo are up to date" >&2
 else
 	echo "conformance: building agnhost, nonewprivs, nettools, ginkgo into $out" >&2

@@ -13,17 +13,14 @@ out="${1:-$repo/.cache/kube/bin}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 cd "$here"
+source "$repo/hack/lib/stamp.sh"
 
 name=k8s-rdma-shared-dp
 version="$(go list -m -f '{{.Version}}' github.com/Mellanox/k8s-rdma-shared-dev-plugin)"
 flags=(-trimpath -ldflags "-s -w")
-stamp="$version $({
-	go version
-	echo "${flags[*]}"
-	cat go.mod go.sum main.go
-} | sha256sum | cut -d' ' -f1)"
+stamp="$(build_stamp "$version" "${flags[*]}" go.mod go.sum main.go)"
 
-if [[ -x "$out/$name" && "$(cat "$out/$name.stamp" 2>/dev/null)" == "$stamp" ]]; then
+if fresh "$out/$name" "$stamp"; then
 	echo "tools: $name $version is up to date" >&2
 	exit 0
 fi
