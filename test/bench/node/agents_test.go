@@ -51,7 +51,7 @@ func startKubelet(b *testing.B) system {
 		b.Fatal(err)
 	}
 	binary := filepath.Join(tools, "kubelet")
-	if err := dropFromPageCache(binary); err != nil {
+	if err := devnode.DropFromPageCache(binary); err != nil {
 		b.Fatal(err)
 	}
 	k, err := devnode.StartKubelet(ctx, n, devnode.KubeletOptions{Binary: binary})
