@@ -216,7 +216,13 @@ func (n *testNode) addPod(name, manifest string) {
 // devicePod is a static pod whose one container sleeps holding count
 // devices of resource.
 func devicePod(name, resource string, count int) string {
-	return fmt.Sprintf(`apiVersion: v1
+	return sleepPod(name, fmt.Sprintf("%s: \"%d\"", resource, count))
+}
+
+// sleepPod is a static pod whose one container sleeps with limits, each
+// "resource: quantity"; with none it is BestEffort.
+func sleepPod(name string, limits ...string) string {
+	pod := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: %s
@@ -227,10 +233,14 @@ spec:
   - name: app
     image: %s
     command: ["sleep", "3600"]
-    resources:
-      limits:
-        %s: "%d"
-`, name, devnode.DefaultTestImage, resource, count)
+`, name, devnode.DefaultTestImage)
+	if len(limits) > 0 {
+		pod += "    resources:\n      limits:\n"
+		for _, l := range limits {
+			pod += "        " + l + "\n"
+		}
+	}
+	return pod
 }
 
 // pod is the named static pod as microlet's /pods shows it, or nil.
