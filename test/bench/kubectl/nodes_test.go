@@ -4,10 +4,8 @@ package kubectlbench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 
 	"github.com/microlet/microlet/internal/devcluster"
 	"github.com/microlet/microlet/internal/devnode"
-	"github.com/microlet/microlet/internal/e2e"
 	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
 )
 
@@ -29,24 +26,9 @@ const logMaxSize = "200Mi"
 // certificates of that CA and asking the API server about everyone else.
 func startMicrolet(b *testing.B, c *devcluster.Cluster, name, ip string) {
 	b.Helper()
-	kubeconfig, err := c.NodeKubeconfig(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	port, err := e2e.FreePort()
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	pressuree2e.Start(b, pressuree2e.Options{NodeName: name, Settings: map[string]string{
-		"kubeconfig":             quote(kubeconfig),
-		"cert_dir":               quote(filepath.Join(dir, "pki")),
-		"address":                quote(ip),
-		"node_ip":                quote(ip),
-		"port":                   fmt.Sprint(port),
-		"authentication":         fmt.Sprintf(`{ x509 = { client_ca_file = %s } }`, quote(c.CAFile())),
-		"container_log_max_size": quote(logMaxSize),
-	}})
+	settings := pressuree2e.ClusterSettings(b, c, name, ip)
+	settings["container_log_max_size"] = fmt.Sprintf("%q", logMaxSize)
+	pressuree2e.Start(b, pressuree2e.Options{NodeName: name, Settings: settings})
 }
 
 // startKubelet joins the upstream kubelet, on a devnode of its own, to c
@@ -86,11 +68,6 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name, ip string) {
 			b.Errorf("kubelet: %v", err)
 		}
 	})
-}
-
-func quote(s string) string {
-	q, _ := json.Marshal(s)
-	return string(q)
 }
 
 // hostIP is the host's address on its default route.
