@@ -67,7 +67,7 @@ func TestDevicePluginsRegisterAgainAfterCoreRestart(t *testing.T) {
 		})
 	}
 	select {
-	case <-mellanox.exited:
+	case <-mellanox.Exited():
 		t.Fatalf("the RDMA plugin exited:\n%s", mellanox.log.String())
 	default:
 	}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,7 +50,7 @@ func TestUpstreamSampleDevicePlugin(t *testing.T) {
 	plugin := startSamplePlugin(t, sample)
 	n.eventually("the sample plugin registered", func() (bool, string) {
 		select {
-		case <-plugin.exited:
+		case <-plugin.Exited():
 			t.Fatalf("the sample device plugin exited:\n%s", plugin.log.String())
 		default:
 		}
@@ -150,9 +149,8 @@ func waitForKubeletSocket(t *testing.T) {
 
 // pluginProcess is a running device plugin.
 type pluginProcess struct {
+	*e2e.Process
 	log *e2e.SyncBuffer
-	// exited is closed when the process has exited.
-	exited chan struct{}
 }
 
 // startSamplePlugin runs the sample plugin as its DaemonSet would, until
@@ -182,23 +180,15 @@ func startSamplePlugin(t *testing.T, binary string) *pluginProcess {
 // failed, its log goes to the test log.
 func runPlugin(t *testing.T, what string, cmd *exec.Cmd) *pluginProcess {
 	t.Helper()
-	p := &pluginProcess{log: &e2e.SyncBuffer{}, exited: make(chan struct{})}
+	p := &pluginProcess{log: &e2e.SyncBuffer{}}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
-	if err := cmd.Start(); err != nil {
+	var err error
+	if p.Process, err = e2e.StartProcess(cmd); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		cmd.Wait()
-		close(p.exited)
-	}()
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
+		if !p.Stop(10 * time.Second) {
 			t.Errorf("%s did not exit after SIGTERM; killing it", what)
-			cmd.Process.Kill()
-			<-p.exited
 		}
 		if t.Failed() {
 			t.Logf("%s's log:\n%s", what, p.log.String())
