@@ -3,7 +3,6 @@
 package clusterbench
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -60,8 +59,6 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name string) *agent {
 		b.Fatal(err)
 	}
 	n := devnode.StartT(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	tools, err := devnode.KubeToolsDir()
 	if err != nil {
 		b.Fatal(err)
@@ -70,17 +67,9 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name string) *agent {
 	if err := devnode.DropFromPageCache(binary); err != nil {
 		b.Fatal(err)
 	}
-	k, err := devnode.StartKubelet(ctx, n, devnode.KubeletOptions{
+	k := devnode.StartKubeletT(b, n, 10*time.Minute, devnode.KubeletOptions{
 		Binary: binary,
 		Args:   []string{"--kubeconfig=" + kubeconfig, "--hostname-override=" + name, "--node-ip=127.0.0.1"},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := k.Close(); err != nil {
-			b.Errorf("kubelet: %v", err)
-		}
 	})
 	b.Logf("kubelet: pid %d, log %s", k.PID, k.LogPath)
 	return &agent{name: "kubelet", node: name, processes: func() []int { return []int{k.PID} }}

@@ -3,7 +3,6 @@
 package kubectlbench
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"testing"
@@ -44,10 +43,8 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name, ip string) {
 	node := devnode.StartT(b)
 	// One kubelet runs on a host at a time (it owns host-wide paths):
 	// another test's may hold it for a while.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
 	no, yes := false, true
-	k, err := devnode.StartKubelet(ctx, node, devnode.KubeletOptions{
+	devnode.StartKubeletT(b, node, 20*time.Minute, devnode.KubeletOptions{
 		Configure: func(cfg *kubeletconfig.KubeletConfiguration) {
 			cfg.Authentication = kubeletconfig.KubeletAuthentication{
 				X509:      kubeletconfig.KubeletX509Authentication{ClientCAFile: c.CAFile()},
@@ -59,14 +56,6 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name, ip string) {
 			cfg.Address = ip
 		},
 		Args: []string{"--kubeconfig=" + kubeconfig, "--hostname-override=" + name, "--node-ip=" + ip},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := k.Close(); err != nil {
-			b.Errorf("kubelet: %v", err)
-		}
 	})
 }
 
