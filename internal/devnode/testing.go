@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -77,3 +78,23 @@ func CgroupT(t testing.TB, prefix string) string {
 
 // cgroupSeq tells apart the cgroup roots of one test process.
 var cgroupSeq atomic.Int64
+
+// StartKubeletT starts a kubelet on node (StartKubelet) for a test or
+// benchmark, waiting at most timeout for the host's one kubelet slot and
+// the start, and closes it in t.Cleanup, before node's Close if StartT
+// came first.
+func StartKubeletT(t testing.TB, node *Node, timeout time.Duration, opts KubeletOptions) *Kubelet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	k, err := StartKubelet(ctx, node, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := k.Close(); err != nil {
+			t.Errorf("kubelet: %v", err)
+		}
+	})
+	return k
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -78,5 +79,66 @@ func ExpectGone(t testing.TB, procs map[int]string) {
 			t.Errorf("plugin process %s (pid %d) outlived its core; killing it", name, pid)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+	}
+}
+
+// Process is a started command that is reaped once it exits: a core, a
+// device plugin.
+type Process struct {
+	Cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// StartProcess starts cmd and reaps it once it exits.
+func StartProcess(cmd *exec.Cmd) (*Process, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &Process{Cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// PID is the process's id.
+func (p *Process) PID() int { return p.Cmd.Process.Pid }
+
+// Exited is closed once the process has exited and been reaped; then
+// Cmd.ProcessState says how it ended.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// HasExited says whether the process has exited and been reaped.
+func (p *Process) HasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill SIGKILLs the process, as a crash would, and waits until it has
+// exited.
+func (p *Process) Kill() error {
+	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-p.exited
+	return nil
+}
+
+// Stop SIGTERMs the process and waits until it exits. If it has not
+// after timeout, Stop SIGKILLs it, waits for that, and returns false.
+func (p *Process) Stop(timeout time.Duration) bool {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return true
+	case <-time.After(timeout):
+		_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+		<-p.exited
+		return false
 	}
 }

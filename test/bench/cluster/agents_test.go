@@ -3,9 +3,6 @@
 package clusterbench
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,7 +11,6 @@ import (
 
 	"github.com/microlet/microlet/internal/devcluster"
 	"github.com/microlet/microlet/internal/devnode"
-	"github.com/microlet/microlet/internal/e2e"
 	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
 )
 
@@ -35,22 +31,7 @@ func (a *agent) user() string { return "system:node:" + a.node }
 // a kubeconfig for the client certificate TLS bootstrap would issue, its
 // node API on a loopback port (the end-to-end cluster suite's setup).
 func startMicrolet(b *testing.B, c *devcluster.Cluster, name string) *agent {
-	kubeconfig, err := c.NodeKubeconfig(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	port, err := e2e.FreePort()
-	if err != nil {
-		b.Fatal(err)
-	}
-	settings := map[string]string{
-		"kubeconfig":     quote(kubeconfig),
-		"cert_dir":       quote(filepath.Join(b.TempDir(), "pki")),
-		"address":        `"127.0.0.1"`,
-		"node_ip":        `"127.0.0.1"`,
-		"port":           fmt.Sprint(port),
-		"authentication": fmt.Sprintf(`{ x509 = { client_ca_file = %s } }`, quote(c.CAFile())),
-	}
+	settings := pressuree2e.ClusterSettings(b, c, name, "127.0.0.1")
 	// As the kubelet's below, its binaries start out of the page cache.
 	bins, err := filepath.Glob(filepath.Join(pressuree2e.BinDir, "microlet*"))
 	if err != nil {
@@ -78,8 +59,6 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name string) *agent {
 		b.Fatal(err)
 	}
 	n := devnode.StartT(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	tools, err := devnode.KubeToolsDir()
 	if err != nil {
 		b.Fatal(err)
@@ -88,17 +67,9 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name string) *agent {
 	if err := devnode.DropFromPageCache(binary); err != nil {
 		b.Fatal(err)
 	}
-	k, err := devnode.StartKubelet(ctx, n, devnode.KubeletOptions{
+	k := devnode.StartKubeletT(b, n, 10*time.Minute, devnode.KubeletOptions{
 		Binary: binary,
 		Args:   []string{"--kubeconfig=" + kubeconfig, "--hostname-override=" + name, "--node-ip=127.0.0.1"},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := k.Close(); err != nil {
-			b.Errorf("kubelet: %v", err)
-		}
 	})
 	b.Logf("kubelet: pid %d, log %s", k.PID, k.LogPath)
 	return &agent{name: "kubelet", node: name, processes: func() []int { return []int{k.PID} }}
@@ -132,9 +103,4 @@ func readUsage(pids []int) (usage, error) {
 		u.cpu += time.Duration(st.CPUTime() * float64(time.Second))
 	}
 	return u, nil
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

@@ -3,11 +3,8 @@
 package kubectlbench
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,7 +12,6 @@ import (
 
 	"github.com/microlet/microlet/internal/devcluster"
 	"github.com/microlet/microlet/internal/devnode"
-	"github.com/microlet/microlet/internal/e2e"
 	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
 )
 
@@ -29,24 +25,9 @@ const logMaxSize = "200Mi"
 // certificates of that CA and asking the API server about everyone else.
 func startMicrolet(b *testing.B, c *devcluster.Cluster, name, ip string) {
 	b.Helper()
-	kubeconfig, err := c.NodeKubeconfig(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	port, err := e2e.FreePort()
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	pressuree2e.Start(b, pressuree2e.Options{NodeName: name, Settings: map[string]string{
-		"kubeconfig":             quote(kubeconfig),
-		"cert_dir":               quote(filepath.Join(dir, "pki")),
-		"address":                quote(ip),
-		"node_ip":                quote(ip),
-		"port":                   fmt.Sprint(port),
-		"authentication":         fmt.Sprintf(`{ x509 = { client_ca_file = %s } }`, quote(c.CAFile())),
-		"container_log_max_size": quote(logMaxSize),
-	}})
+	settings := pressuree2e.ClusterSettings(b, c, name, ip)
+	settings["container_log_max_size"] = fmt.Sprintf("%q", logMaxSize)
+	pressuree2e.Start(b, pressuree2e.Options{NodeName: name, Settings: settings})
 }
 
 // startKubelet joins the upstream kubelet, on a devnode of its own, to c
@@ -62,10 +43,8 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name, ip string) {
 	node := devnode.StartT(b)
 	// One kubelet runs on a host at a time (it owns host-wide paths):
 	// another test's may hold it for a while.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
 	no, yes := false, true
-	k, err := devnode.StartKubelet(ctx, node, devnode.KubeletOptions{
+	devnode.StartKubeletT(b, node, 20*time.Minute, devnode.KubeletOptions{
 		Configure: func(cfg *kubeletconfig.KubeletConfiguration) {
 			cfg.Authentication = kubeletconfig.KubeletAuthentication{
 				X509:      kubeletconfig.KubeletX509Authentication{ClientCAFile: c.CAFile()},
@@ -78,19 +57,6 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name, ip string) {
 		},
 		Args: []string{"--kubeconfig=" + kubeconfig, "--hostname-override=" + name, "--node-ip=" + ip},
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := k.Close(); err != nil {
-			b.Errorf("kubelet: %v", err)
-		}
-	})
-}
-
-func quote(s string) string {
-	q, _ := json.Marshal(s)
-	return string(q)
 }
 
 // hostIP is the host's address on its default route.

@@ -3,7 +3,6 @@
 package nodebench
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -42,27 +41,17 @@ type kubelet struct {
 
 func startKubelet(b *testing.B) system {
 	n := devnode.StartT(b)
-	// Bounded: StartKubelet waits while another devnode kubelet runs on
-	// the host (an end-to-end test, say).
-	ctx, cancel := context.WithTimeout(context.Background(), kubeletStartTimeout)
-	defer cancel()
 	tools, err := devnode.KubeToolsDir()
 	if err != nil {
 		b.Fatal(err)
 	}
 	binary := filepath.Join(tools, "kubelet")
-	if err := dropFromPageCache(binary); err != nil {
+	if err := devnode.DropFromPageCache(binary); err != nil {
 		b.Fatal(err)
 	}
-	k, err := devnode.StartKubelet(ctx, n, devnode.KubeletOptions{Binary: binary})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := k.Close(); err != nil {
-			b.Errorf("kubelet: %v", err)
-		}
-	})
+	// Bounded: StartKubelet waits while another devnode kubelet runs on
+	// the host (an end-to-end test, say).
+	k := devnode.StartKubeletT(b, n, kubeletStartTimeout, devnode.KubeletOptions{Binary: binary})
 	b.Logf("kubelet: pid %d, log %s", k.PID, k.LogPath)
 	return &kubelet{manifestDir: manifestDir{dir: k.ManifestDir, image: n.PauseImage}, node: n, k: k}
 }

@@ -296,7 +296,7 @@ func microletBinaries(b *testing.B, src string) string {
 		b.Fatal(err)
 	}
 	for _, name := range names {
-		if err := dropFromPageCache(filepath.Join(dir, name)); err != nil {
+		if err := devnode.DropFromPageCache(filepath.Join(dir, name)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
-	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/prereq"
 )
 
@@ -29,40 +28,11 @@ const staticCPUs = `    cpu_manager_policy = "static"
 
 // pinnedPod is a Guaranteed pod with one whole CPU and the fuse device.
 func pinnedPod(name string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: default
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: app
-    image: %s
-    command: ["sleep", "3600"]
-    resources:
-      limits:
-        cpu: "1"
-        memory: 64Mi
-        %s: "1"
-`, name, devnode.DefaultTestImage, fuse)
+	return sleepPod(name, `cpu: "1"`, "memory: 64Mi", fuse+`: "1"`)
 }
 
 // bestEffortPod asks for nothing: it runs in the shared pool.
-func bestEffortPod(name string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: default
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: app
-    image: %s
-    command: ["sleep", "3600"]
-`, name, devnode.DefaultTestImage)
-}
+func bestEffortPod(name string) string { return sleepPod(name) }
 
 // cpusetOf is the container's cpuset.cpus as it sees its own cgroup
 // (cgroup v1's cpuset hierarchy, or v2's file).

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -50,9 +49,7 @@ type testNode struct {
 
 	// log is what every run of the core wrote, its plugins' lines included.
 	log  *e2e.SyncBuffer
-	core *exec.Cmd
-	// exited is closed when the running core has exited.
-	exited chan struct{}
+	core *e2e.Process
 }
 
 // startNode brings up a devnode, a cgroup root of its own and microlet
@@ -133,20 +130,14 @@ func (n *testNode) startCore() {
 	cmd := exec.Command(filepath.Join(binDir, "microlet"), "--config", n.configPath)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
 	cmd.Env = e2e.CoreEnv()
-	if err := cmd.Start(); err != nil {
+	c, err := e2e.StartProcess(cmd)
+	if err != nil {
 		n.t.Fatalf("starting microlet: %v", err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	n.core, n.exited = cmd, exited
+	n.core = c
 	n.eventually("microlet serves /healthz", func() (bool, string) {
-		select {
-		case <-exited:
+		if c.HasExited() {
 			n.t.Fatalf("microlet exited while starting (%v)", cmd.ProcessState)
-		default:
 		}
 		resp, err := httpClient.Get("http://" + n.healthzAddr + "/healthz")
 		if err != nil {
@@ -163,27 +154,19 @@ func (n *testNode) startCore() {
 func (n *testNode) killCore() {
 	n.t.Helper()
 	plugins := n.pluginProcesses()
-	if err := n.core.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := n.core.Kill(); err != nil {
 		n.t.Fatalf("SIGKILL the core: %v", err)
 	}
-	<-n.exited
 	e2e.ExpectGone(n.t, plugins)
 }
 
 // stop ends the core after the test: SIGTERM, then SIGKILL if it does not
 // exit in time. On failure its log goes to the test log.
 func (n *testNode) stop() {
-	select {
-	case <-n.exited:
-	default:
+	if !n.core.HasExited() {
 		plugins := n.pluginProcesses()
-		n.core.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-n.exited:
-		case <-time.After(coreStopTimeout):
+		if !n.core.Stop(coreStopTimeout) {
 			n.t.Errorf("microlet did not exit %v after SIGTERM; killing it", coreStopTimeout)
-			n.core.Process.Signal(syscall.SIGKILL)
-			<-n.exited
 		}
 		e2e.ExpectGone(n.t, plugins)
 	}
@@ -194,7 +177,7 @@ func (n *testNode) stop() {
 
 // pluginProcesses are the core's live children: its plugins.
 func (n *testNode) pluginProcesses() map[int]string {
-	procs, err := e2e.ChildProcesses(n.core.Process.Pid)
+	procs, err := e2e.ChildProcesses(n.core.PID())
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -216,7 +199,13 @@ func (n *testNode) addPod(name, manifest string) {
 // devicePod is a static pod whose one container sleeps holding count
 // devices of resource.
 func devicePod(name, resource string, count int) string {
-	return fmt.Sprintf(`apiVersion: v1
+	return sleepPod(name, fmt.Sprintf("%s: \"%d\"", resource, count))
+}
+
+// sleepPod is a static pod whose one container sleeps with limits, each
+// "resource: quantity"; with none it is BestEffort.
+func sleepPod(name string, limits ...string) string {
+	pod := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: %s
@@ -227,10 +216,14 @@ spec:
   - name: app
     image: %s
     command: ["sleep", "3600"]
-    resources:
-      limits:
-        %s: "%d"
-`, name, devnode.DefaultTestImage, resource, count)
+`, name, devnode.DefaultTestImage)
+	if len(limits) > 0 {
+		pod += "    resources:\n      limits:\n"
+		for _, l := range limits {
+			pod += "        " + l + "\n"
+		}
+	}
+	return pod
 }
 
 // pod is the named static pod as microlet's /pods shows it, or nil.

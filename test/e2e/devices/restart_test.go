@@ -11,12 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/microlet/microlet/internal/devnode"
-	"github.com/microlet/microlet/internal/e2e"
 )
 
 // rdmaResource is what the Mellanox RDMA shared device plugin offers here:
@@ -70,7 +67,7 @@ func TestDevicePluginsRegisterAgainAfterCoreRestart(t *testing.T) {
 		})
 	}
 	select {
-	case <-mellanox.exited:
+	case <-mellanox.Exited():
 		t.Fatalf("the RDMA plugin exited:\n%s", mellanox.log.String())
 	default:
 	}
@@ -85,7 +82,7 @@ func TestDevicePluginsRegisterAgainAfterCoreRestart(t *testing.T) {
 // config offering rdmaResource for Mellanox NICs (vendor 15b3) and a pci.ids
 // of one line (it needs the file; Debian's pci.ids package is not
 // installed), until the test ends; then it is stopped by its pid.
-func startRDMAPlugin(t *testing.T, dir, binary string) *samplePlugin {
+func startRDMAPlugin(t *testing.T, dir, binary string) *pluginProcess {
 	t.Helper()
 	config := filepath.Join(dir, "rdma-config.json")
 	pciIDs := filepath.Join(dir, "pci.ids")
@@ -96,31 +93,9 @@ func startRDMAPlugin(t *testing.T, dir, binary string) *samplePlugin {
 	if err := os.WriteFile(pciIDs, []byte("15b3  Mellanox Technologies\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &samplePlugin{log: &e2e.SyncBuffer{}, exited: make(chan struct{})}
 	cmd := exec.Command(binary, "-config-file", config)
 	cmd.Env = append(os.Environ(), "PCIDB_PATH="+pciIDs)
-	cmd.Stdout, cmd.Stderr = p.log, p.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			t.Errorf("the RDMA plugin did not exit after SIGTERM; killing it")
-			cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("the RDMA plugin's log:\n%s", p.log.String())
-		}
-	})
-	return p
+	return runPlugin(t, "the RDMA plugin", cmd)
 }
 
 // registrations is kubelet_device_plugin_registration_total of resource on

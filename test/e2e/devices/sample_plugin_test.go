@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,7 +50,7 @@ func TestUpstreamSampleDevicePlugin(t *testing.T) {
 	plugin := startSamplePlugin(t, sample)
 	n.eventually("the sample plugin registered", func() (bool, string) {
 		select {
-		case <-plugin.exited:
+		case <-plugin.Exited():
 			t.Fatalf("the sample device plugin exited:\n%s", plugin.log.String())
 		default:
 		}
@@ -148,17 +147,16 @@ func waitForKubeletSocket(t *testing.T) {
 	}
 }
 
-// samplePlugin is the running sample device plugin.
-type samplePlugin struct {
+// pluginProcess is a running device plugin.
+type pluginProcess struct {
+	*e2e.Process
 	log *e2e.SyncBuffer
-	// exited is closed when the process has exited.
-	exited chan struct{}
 }
 
 // startSamplePlugin runs the sample plugin as its DaemonSet would, until
 // the test ends; then it is stopped by its pid and the device files its
 // Allocate made in /tmp are removed.
-func startSamplePlugin(t *testing.T, binary string) *samplePlugin {
+func startSamplePlugin(t *testing.T, binary string) *pluginProcess {
 	t.Helper()
 	var existing []string
 	for _, f := range []string{"/tmp/Dev-1", "/tmp/Dev-2"} {
@@ -166,32 +164,34 @@ func startSamplePlugin(t *testing.T, binary string) *samplePlugin {
 			existing = append(existing, f)
 		}
 	}
-	p := &samplePlugin{log: &e2e.SyncBuffer{}, exited: make(chan struct{})}
-	cmd := exec.Command(binary)
-	cmd.Stdout, cmd.Stderr = p.log, p.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		cmd.Wait()
-		close(p.exited)
-	}()
+	// Registered first, so run after the plugin is stopped.
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			t.Errorf("the sample device plugin did not exit after SIGTERM; killing it")
-			cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("the sample device plugin's log:\n%s", p.log.String())
-		}
 		for _, f := range []string{"/tmp/Dev-1", "/tmp/Dev-2"} {
 			if !slices.Contains(existing, f) {
 				os.Remove(f)
 			}
+		}
+	})
+	return runPlugin(t, "the sample device plugin", exec.Command(binary))
+}
+
+// runPlugin starts cmd, a device plugin, until the test ends; then it is
+// stopped by its pid (SIGTERM, SIGKILL after 10 s) and, if the test
+// failed, its log goes to the test log.
+func runPlugin(t *testing.T, what string, cmd *exec.Cmd) *pluginProcess {
+	t.Helper()
+	p := &pluginProcess{log: &e2e.SyncBuffer{}}
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	var err error
+	if p.Process, err = e2e.StartProcess(cmd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !p.Stop(10 * time.Second) {
+			t.Errorf("%s did not exit after SIGTERM; killing it", what)
+		}
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", what, p.log.String())
 		}
 	})
 	return p

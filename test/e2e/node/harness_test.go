@@ -73,7 +73,7 @@ type testNode struct {
 
 	// log is what every run of the core wrote (its plugins' lines included).
 	log  *e2e.SyncBuffer
-	core *coreProcess
+	core *e2e.Process
 }
 
 // startNode brings up a node for t: a devnode, a cgroup root of its own and

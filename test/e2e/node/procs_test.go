@@ -9,7 +9,7 @@ import (
 // pluginProcesses are the core's children (its plugins): pid -> program name.
 func (n *testNode) pluginProcesses() map[int]string {
 	n.t.Helper()
-	procs, err := e2e.ChildProcesses(n.core.pid())
+	procs, err := e2e.ChildProcesses(n.core.PID())
 	if err != nil {
 		n.t.Fatal(err)
 	}

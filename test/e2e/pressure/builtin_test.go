@@ -3,7 +3,6 @@
 package pressuree2e
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -19,11 +18,7 @@ import (
 // pods' 700Mi: no OOM is possible.
 func TestBuiltinEvictorWithoutEvictionPlugin(t *testing.T) {
 	t.Parallel()
-	n := Start(t, Options{Plugins: []Plugin{
-		{Kind: "cgroup", Name: "default", Body: fmt.Sprintf("kube_reserved = { memory = \"%d\" }", KubeReservedFor(t, 700*Mi))},
-		{Kind: "imagegc", Name: "lru"},
-		{Kind: "stats", Name: "default"},
-	}})
+	n := allocatableNode(t, 700*Mi, nil, nil)
 	innocent := PodSpec{Name: "innocent", Script: WaitForTermination, MemoryRequest: "16Mi"}
 	n.Push(innocent.Manifest())
 	n.WaitPod(innocent.Name, "running", Running)

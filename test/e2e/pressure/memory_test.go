@@ -16,18 +16,16 @@ import (
 // cgroup plugin's kube_reserved takes the rest of the machine), as upstream's
 // MemoryAllocatableEviction test sets it up: pressure comes from the test's
 // pods alone, whatever else runs on the machine, and the kernel's OOM killer
-// acts only at the kubepods limit, far above the eviction threshold.
-func allocatableNode(t *testing.T, podsMemory int64, eviction Plugin, settings map[string]string) *Node {
+// acts only at the kubepods limit, far above the eviction threshold. With
+// a nil eviction no eviction plugin runs: the core's built-in evictor decides.
+func allocatableNode(t *testing.T, podsMemory int64, eviction *Plugin, settings map[string]string) *Node {
 	t.Helper()
-	return Start(t, Options{
-		Plugins: []Plugin{
-			{Kind: "cgroup", Name: "default", Body: fmt.Sprintf("kube_reserved = { memory = \"%d\" }", KubeReservedFor(t, podsMemory))},
-			eviction,
-			{Kind: "imagegc", Name: "lru"},
-			{Kind: "stats", Name: "default"},
-		},
-		Settings: settings,
-	})
+	plugins := []Plugin{{Kind: "cgroup", Name: "default", Body: fmt.Sprintf("kube_reserved = { memory = \"%d\" }", KubeReservedFor(t, podsMemory))}}
+	if eviction != nil {
+		plugins = append(plugins, *eviction)
+	}
+	plugins = append(plugins, Plugin{Kind: "imagegc", Name: "lru"}, Plugin{Kind: "stats", Name: "default"})
+	return Start(t, Options{Plugins: plugins, Settings: settings})
 }
 
 // TestMemoryHogEvicted: a pod that fills a memory-backed emptyDir past the
@@ -41,7 +39,7 @@ func allocatableNode(t *testing.T, podsMemory int64, eviction Plugin, settings m
 // stops at 300Mi: no OOM is possible before or after the eviction.
 func TestMemoryHogEvicted(t *testing.T) {
 	t.Parallel()
-	n := allocatableNode(t, 700*Mi, Plugin{Kind: "eviction", Name: "kubelet", Body: `hard = ["memory.available<300Mi"]`}, nil)
+	n := allocatableNode(t, 700*Mi, &Plugin{Kind: "eviction", Name: "kubelet", Body: `hard = ["memory.available<300Mi"]`}, nil)
 	innocents := []PodSpec{
 		{Name: "innocent-a", Script: WaitForTermination, MemoryRequest: "16Mi"},
 		{Name: "innocent-b", Script: WaitForTermination, MemoryRequest: "16Mi"},

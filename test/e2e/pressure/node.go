@@ -24,7 +24,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -95,9 +94,7 @@ type Node struct {
 	opts         Options
 
 	log  *e2e.SyncBuffer
-	core *exec.Cmd
-	// exited is closed once the core has exited and been reaped.
-	exited chan struct{}
+	core *e2e.Process
 }
 
 // Start brings up a node for t: a devnode, a cgroup root of its own and
@@ -196,19 +193,14 @@ func (n *Node) startCore() {
 	cmd := exec.Command(filepath.Join(BinDir, "microlet"), "--config", n.ConfigPath)
 	cmd.Env = append(e2e.CoreEnv(), n.opts.Env...)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
-	if err := cmd.Start(); err != nil {
+	c, err := e2e.StartProcess(cmd)
+	if err != nil {
 		n.t.Fatalf("starting microlet: %v", err)
 	}
-	n.core, n.exited = cmd, make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(n.exited)
-	}()
+	n.core = c
 	n.Eventually("microlet serves /healthz", func() (bool, string) {
-		select {
-		case <-n.exited:
+		if c.HasExited() {
 			n.t.Fatalf("microlet exited while starting (%v)", cmd.ProcessState)
-		default:
 		}
 		code, body := n.getFrom(n.HealthzAddr, "/healthz")
 		return code == http.StatusOK, fmt.Sprintf("healthz %d: %s", code, body)
@@ -237,7 +229,7 @@ func (n *Node) StartCore() {
 }
 
 // CorePID is the core's process id.
-func (n *Node) CorePID() int { return n.core.Process.Pid }
+func (n *Node) CorePID() int { return n.core.PID() }
 
 // stop ends the core after the test. On failure, or with -v, the core's
 // log goes to the test log.
@@ -251,30 +243,14 @@ func (n *Node) stop() {
 // stopCore ends the core: SIGTERM, then SIGKILL if it does not exit in
 // time. No plugin process of it may remain.
 func (n *Node) stopCore() {
-	select {
-	case <-n.exited:
+	if n.core.HasExited() {
 		return
-	default:
 	}
 	plugins := n.PluginProcesses()
-	n.core.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-n.exited:
-	case <-time.After(coreStopTimeout):
+	if !n.core.Stop(coreStopTimeout) {
 		n.t.Errorf("microlet did not exit %v after SIGTERM; killing it", coreStopTimeout)
-		n.core.Process.Signal(syscall.SIGKILL)
-		<-n.exited
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for pid, name := range plugins {
-		for !e2e.ProcessGone(pid) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if !e2e.ProcessGone(pid) {
-			n.t.Errorf("plugin process %s (pid %d) outlived its core; killing it", name, pid)
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
+	e2e.ExpectGone(n.t, plugins)
 }
 
 // Log is what the core (its plugins' lines included) wrote so far.

@@ -32,7 +32,7 @@ soft_grace_period = ["allocatableMemory.available=40s"]`
 // request); the priority strategy ranks old-small first (lower priority).
 func TestStrategySwitchUnderPressure(t *testing.T) {
 	t.Parallel()
-	n := allocatableNode(t, 700*Mi, Plugin{Kind: "eviction", Name: "kubelet", Body: softAllocatable},
+	n := allocatableNode(t, 700*Mi, &Plugin{Kind: "eviction", Name: "kubelet", Body: softAllocatable},
 		map[string]string{"eviction_monitoring_interval": `"2s"`})
 	low, high := int32(-10), int32(1000)
 	n.Push(PodSpec{Name: "old-small", Script: FillScript(10, 10, "0.1"), MemoryRequest: "200Mi", Priority: &low, MemoryVolume: true}.Manifest())
