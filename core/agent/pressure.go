@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/kinds/eviction"
 	"github.com/microlet/microlet/core/kinds/imagegc"
 	"github.com/microlet/microlet/core/node/memnotify"
@@ -54,10 +53,9 @@ func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 	}); err != nil {
 		return err
 	}
-	node := events.NodeRef(cfg.NodeName)
 	if p.oom, err = oomwatch.New(oomwatch.Options{Logger: a.log.Named("oomwatch"), Registerer: reg,
 		OnSystemOOM: func(victim oomwatch.OOMInstance) {
-			a.recorder.Event(node, v1.EventTypeWarning, oomwatch.SystemOOMReason, victim.Message())
+			a.nodeEvents.Event(v1.EventTypeWarning, oomwatch.SystemOOMReason, victim.Message())
 		}}); err != nil {
 		a.log.Warn("kernel OOM kills are not reported", "error", err)
 	}

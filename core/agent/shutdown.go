@@ -3,7 +3,6 @@ package agent
 import (
 	"fmt"
 
-	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/node/shutdown"
 )
 
@@ -30,8 +29,7 @@ func (a *Agent) newShutdown(p *pods) (*shutdown.Manager, error) {
 			default:
 			}
 		},
-		Events:  a.recorder,
-		NodeRef: events.NodeRef(cfg.NodeName),
-		Logger:  a.log.Named("shutdown"),
+		NodeEvents: a.nodeEvents,
+		Logger:     a.log.Named("shutdown"),
 	}), nil
 }

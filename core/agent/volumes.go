@@ -26,10 +26,6 @@ func (c *cluster) volumeSources(syncFrequency time.Duration) podruntime.VolumeSo
 // through sources (nil on a standalone node), the node's docker config in
 // root_dir and the usual places, and the credential provider plugins.
 func pullCredentials(cfg *config.Config, sources podruntime.VolumeSources, reg prometheus.Registerer) (*pullcreds.Keyring, error) {
-	var secrets pullcreds.SecretGetter
-	if sources != nil {
-		secrets = sources
-	}
-	return pullcreds.New(pullcreds.Options{RootDir: cfg.RootDir, Secrets: secrets,
+	return pullcreds.New(pullcreds.Options{RootDir: cfg.RootDir, Secrets: sources,
 		ProviderConfig: cfg.ImageCredentialProviderConfig, ProviderBinDir: cfg.ImageCredentialProviderBinDir, Registerer: reg})
 }

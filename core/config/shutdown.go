@@ -45,13 +45,13 @@ func (c *Config) ShutdownGracePeriodsByPodPriority() ([]PriorityGracePeriod, err
 // shutdown checks graceful node shutdown's keys as the kubelet does.
 func (v *validator) shutdown() {
 	c := v.c
-	for _, key := range []string{"shutdown_grace_period", "shutdown_grace_period_critical_pods"} {
-		d := c.ShutdownGracePeriod
-		if key == "shutdown_grace_period_critical_pods" {
-			d = c.ShutdownGracePeriodCriticalPods
-		}
-		if d > 0 && (d < time.Second || d%time.Second != 0) {
-			v.fail(key, "expected zero or whole seconds of at least 1s, got %s", d)
+	for _, p := range []struct {
+		key string
+		d   time.Duration
+	}{{"shutdown_grace_period", c.ShutdownGracePeriod}, {"shutdown_grace_period_critical_pods", c.ShutdownGracePeriodCriticalPods}} {
+		// A negative one is positiveDurations' to report.
+		if p.d > 0 && p.d%time.Second != 0 {
+			v.fail(p.key, "expected zero or whole seconds of at least 1s, got %s", p.d)
 		}
 	}
 	if c.ShutdownGracePeriodCriticalPods > c.ShutdownGracePeriod {

@@ -1,7 +1,6 @@
 package pluginhost
 
 import (
-	"context"
 	"errors"
 	"time"
 )
@@ -29,12 +28,4 @@ func (s *supervisor) retryRefusedLater(err error) {
 	s.retryTimer = time.NewTimer(s.h.opts.RestartBackoffMax)
 	s.h.log.Info("refused plugin is tried again when its directory or binary changes, or after a while",
 		"plugin", s.spec.String(), "retry_in", s.h.opts.RestartBackoffMax.String())
-}
-
-// retryRefused starts a refused slot afresh; a new refusal fails it again
-// and arms the next retry.
-func (s *supervisor) retryRefused() {
-	ctx, cancel := s.h.launchContext(context.Background())
-	defer cancel()
-	_ = s.start(ctx, s.spec, "retried after a refusal") // start reports its own failure
 }

@@ -67,7 +67,7 @@ func (h *Host) supervise(p *Plugin) {
 			s.restart()
 		case <-retryDue:
 			s.retryTimer = nil
-			s.retryRefused()
+			s.startAfresh("retried after a refusal")
 		case <-p.binaryChanged:
 			s.onBinaryChanged()
 		case cmd := <-p.commands:
@@ -131,6 +131,15 @@ func (s *supervisor) start(ctx context.Context, spec resolvedSpec, reason string
 	s.h.emit(Event{Type: EventStarted, Kind: spec.Kind, Name: spec.Name, PID: pr.pid, Reason: reason, Duration: time.Since(begin)})
 	s.h.log.Info("plugin serving", "plugin", spec.String(), "pid", pr.pid, "version", pr.identity.PluginVersion, "api", pr.apiVersion)
 	return nil
+}
+
+// startAfresh starts the slot's spec again on a slot without a serving
+// process (a failed or restarting one); a failure is start's to report,
+// and a new refusal arms the next retry.
+func (s *supervisor) startAfresh(reason string) {
+	ctx, cancel := s.h.launchContext(context.Background())
+	defer cancel()
+	_ = s.start(ctx, s.spec, reason)
 }
 
 // serve makes pr the slot's serving process and watches its health.
@@ -250,9 +259,7 @@ func (s *supervisor) onBinaryChanged() {
 		return
 	}
 	if s.proc == nil {
-		ctx, cancel := s.h.launchContext(context.Background())
-		defer cancel()
-		_ = s.start(ctx, s.spec, "binary changed") // start reports its own failure
+		s.startAfresh("binary changed")
 		return
 	}
 	digest, same, err := s.sameBinary(s.spec)

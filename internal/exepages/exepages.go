@@ -7,9 +7,11 @@ package exepages
 
 import (
 	"bufio"
+	"context"
 	"debug/elf"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +27,26 @@ import (
 // release costs the core about 25 minor faults a second to map back what
 // it uses (docs/performance.md).
 const Interval = 10 * time.Second
+
+// ReleaseEvery, every interval until ctx ends (nil) or a release fails
+// (its error: the process maps its executable in a way Release does not
+// know, so it stops trying), collects the heap and returns its free pages
+// to the kernel (debug.FreeOSMemory), then releases the executable's pages.
+func ReleaseEvery(ctx context.Context, interval time.Duration) error {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		debug.FreeOSMemory()
+		if err := Release(); err != nil {
+			return err
+		}
+	}
+}
 
 // Release unmaps the read-only mappings of the running executable (its
 // code and read-only data). They are clean and stay in the page cache: a

@@ -66,7 +66,7 @@ type parser struct {
 // are complete.
 func (p *parser) line(msg string, at time.Time) (OOMInstance, bool) {
 	if firstLine.MatchString(msg) {
-		p.current = &OOMInstance{OOMCgroup: "/", TaskCgroup: "/", Time: at}
+		p.current = &OOMInstance{OOMCgroup: "/", TaskCgroup: "/"} // Time: the line that completes it (done)
 		return OOMInstance{}, false
 	}
 	if p.current == nil {

@@ -9,8 +9,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
 
+	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/pods/podworkers"
 	"github.com/microlet/microlet/core/pods/status"
 	"github.com/microlet/microlet/core/pods/syncloop"
@@ -46,9 +46,9 @@ type Options struct {
 	// OnChange is called when the node starts or stops shutting down:
 	// its status is due at once.
 	OnChange func()
-	Events   record.EventRecorder
-	NodeRef  *v1.ObjectReference
-	Logger   hclog.Logger
+	// NodeEvents records the node's Shutdown events; nil records none.
+	NodeEvents *events.Node
+	Logger     hclog.Logger
 }
 
 // Manager holds the inhibitor lock and stops the pods when logind says
@@ -70,8 +70,8 @@ func New(opts Options) *Manager {
 	if opts.LogindConfDir == "" {
 		opts.LogindConfDir = DefaultLogindConfDir
 	}
-	if opts.Events == nil {
-		opts.Events = &record.FakeRecorder{}
+	if opts.NodeEvents == nil {
+		opts.NodeEvents = events.NewNode(nil, "")
 	}
 	return &Manager{opts: opts, log: opts.Logger, lock: -1}
 }
@@ -216,7 +216,7 @@ func (m *Manager) handle(ctx context.Context, l *logind, events <-chan bool) {
 				msg = "Shutdown manager detected shutdown event"
 			}
 			m.log.Info(msg)
-			m.opts.Events.Event(m.opts.NodeRef, v1.EventTypeNormal, "Shutdown", msg)
+			m.opts.NodeEvents.Event(v1.EventTypeNormal, "Shutdown", msg)
 			m.mu.Lock()
 			m.shuttingDown = active
 			m.mu.Unlock()
