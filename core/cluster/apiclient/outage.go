@@ -75,8 +75,8 @@ type Outage struct {
 	failing atomic.Bool
 }
 
-// NewOutage is the outage log of a part that reports on its own: for
-// tests, and parts used outside an agent.
+// NewOutage is the outage log of a part that reports on its own, for
+// tests; an agent's parts share its Outages.
 func NewOutage(log hclog.Logger, what string) *Outage {
 	return NewOutages(log).Part(what)
 }
