@@ -81,9 +81,11 @@ func NewOutage(log hclog.Logger, what string) *Outage {
 	return NewOutages(log).Part(what)
 }
 
-// Observe records a call's result: err nil for a success.
+// Observe records a call's result: err nil for a success. A nil Outage
+// records nothing.
 func (o *Outage) Observe(err error) {
 	switch {
+	case o == nil:
 	case err != nil && o.failing.CompareAndSwap(false, true):
 		o.all.failed(o.what, err)
 	case err == nil && o.failing.CompareAndSwap(true, false):
