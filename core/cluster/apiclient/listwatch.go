@@ -19,10 +19,19 @@ type ListWatcher[L runtime.Object] interface {
 
 // FieldSelected lists and watches only the objects whose field equals
 // value (a node's pods by spec.nodeName, its Node by metadata.name), for an
-// informer, reporting each call's result to outage. It works with fake
-// clientsets, unlike a RESTClient's.
+// informer, reporting each call's result to outage (nil: to none). It works
+// with fake clientsets, unlike a RESTClient's.
 func FieldSelected[L runtime.Object](c ListWatcher[L], field, value string, outage *Outage) *cache.ListWatch {
-	selector := fields.OneTermEqualSelector(field, value).String()
+	return listWatch(c, fields.OneTermEqualSelector(field, value).String(), outage)
+}
+
+// All lists and watches every object of c, for an informer, reporting
+// each call's result to outage.
+func All[L runtime.Object](c ListWatcher[L], outage *Outage) *cache.ListWatch {
+	return listWatch(c, "", outage)
+}
+
+func listWatch[L runtime.Object](c ListWatcher[L], selector string, outage *Outage) *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector

@@ -75,15 +75,17 @@ type Outage struct {
 	failing atomic.Bool
 }
 
-// NewOutage is the outage log of a part that reports on its own: for
-// tests, and parts used outside an agent.
+// NewOutage is the outage log of a part that reports on its own, for
+// tests; an agent's parts share its Outages.
 func NewOutage(log hclog.Logger, what string) *Outage {
 	return NewOutages(log).Part(what)
 }
 
-// Observe records a call's result: err nil for a success.
+// Observe records a call's result: err nil for a success. A nil Outage
+// records nothing.
 func (o *Outage) Observe(err error) {
 	switch {
+	case o == nil:
 	case err != nil && o.failing.CompareAndSwap(false, true):
 		o.all.failed(o.what, err)
 	case err == nil && o.failing.CompareAndSwap(true, false):

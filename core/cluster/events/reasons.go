@@ -2,10 +2,11 @@ package events
 
 // The kubelet's event reasons, copied from upstream's
 // pkg/kubelet/events/event.go (k8s.io/kubernetes v1.34.4), which is not
-// importable without the whole kubelet. Users, alerts and tools match on
-// these strings, so they stay exactly upstream's; reasons upstream spells
-// inline (the node pressure pairs, EvictionThresholdMet, Evicted) are here
-// too, with where they come from.
+// importable without the whole kubelet; only those microlet records
+// (docs/events.md). Users, alerts and tools match on these strings, so they
+// stay exactly upstream's; reasons upstream spells inline (the node
+// pressure pairs, EvictionThresholdMet, Evicted) are here too, with where
+// they come from.
 
 // Container event reasons.
 const (
@@ -14,7 +15,6 @@ const (
 	FailedToCreateContainer = "Failed"
 	FailedToStartContainer  = "Failed"
 	KillingContainer        = "Killing"
-	PreemptContainer        = "Preempting"
 	BackOffStartContainer   = "BackOff"
 	ExceededGracePeriod     = "ExceededGracePeriod"
 )
@@ -22,7 +22,6 @@ const (
 // Pod event reasons.
 const (
 	FailedToKillPod                = "FailedKillPod"
-	FailedToCreatePodContainer     = "FailedCreatePodContainer"
 	FailedToMakePodDataDirectories = "Failed"
 	NetworkNotReady                = "NetworkNotReady"
 )
@@ -48,7 +47,6 @@ const (
 	NodeSchedulable                      = "NodeSchedulable"
 	NodeNotSchedulable                   = "NodeNotSchedulable"
 	StartingKubelet                      = "Starting"
-	KubeletSetupFailed                   = "KubeletSetupFailed"
 	FailedMountVolume                    = "FailedMount"
 	NodeRebooted                         = "Rebooted"
 	NodeShutdown                         = "Shutdown"
@@ -74,10 +72,7 @@ const (
 )
 
 // Image manager event reasons.
-const (
-	InvalidDiskCapacity = "InvalidDiskCapacity"
-	FreeDiskSpaceFailed = "FreeDiskSpaceFailed"
-)
+const FreeDiskSpaceFailed = "FreeDiskSpaceFailed"
 
 // Eviction event reasons, from upstream's pkg/kubelet/eviction
 // (eviction_manager.go spells EvictionThresholdMet inline; Evicted is its
@@ -91,12 +86,6 @@ const (
 const (
 	ContainerUnhealthy    = "Unhealthy"
 	ContainerProbeWarning = "ProbeWarning"
-)
-
-// Pod worker and config event reasons.
-const (
-	FailedSync       = "FailedSync"
-	FailedValidation = "FailedValidation"
 )
 
 // Lifecycle hook event reasons.

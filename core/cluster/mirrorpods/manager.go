@@ -41,16 +41,15 @@ type Options struct {
 	// Active are the desired pods admitted and not terminating.
 	Active func() []*v1.Pod
 	// Outage is the node's log of the API server's outages, as the
-	// manager sees them; nil logs them on its own.
+	// manager sees them (apiclient.Outages.Part; NewOutage in tests).
 	Outage *apiclient.Outage
 	Logger hclog.Logger
 }
 
 // Manager keeps the mirror pods in line with the static pods.
 type Manager struct {
-	opts   Options
-	log    hclog.Logger
-	outage *apiclient.Outage
+	opts Options
+	log  hclog.Logger
 }
 
 // New makes a manager; Run starts it.
@@ -58,11 +57,7 @@ func New(opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	log := opts.Logger.Named("mirrorpods")
-	if opts.Outage == nil {
-		opts.Outage = apiclient.NewOutage(log, "updating mirror pods")
-	}
-	return &Manager{opts: opts, log: log, outage: opts.Outage}
+	return &Manager{opts: opts, log: opts.Logger.Named("mirrorpods")}
 }
 
 // Run checks the mirror pods every period until ctx ends.
@@ -73,7 +68,7 @@ func (m *Manager) Run(ctx context.Context) {
 	ticker := time.NewTicker(period)
 	defer ticker.Stop()
 	for {
-		m.outage.Observe(m.sync(ctx))
+		m.opts.Outage.Observe(m.sync(ctx))
 		select {
 		case <-ctx.Done():
 			return

@@ -4,12 +4,15 @@ import (
 	"context"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/microlet/microlet/core/cluster/apiclient"
 	"github.com/microlet/microlet/core/pods/podspec"
 )
 
@@ -35,7 +38,8 @@ func TestManagerSync(t *testing.T) {
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "node-uid"}}
 	static := []*v1.Pod{staticPod("etcd", "h1")}
 	m := New(Options{Client: client, Pods: corelisters.NewPodLister(indexer), HasSynced: func() bool { return true },
-		Node: func() *v1.Node { return node }, Desired: func() []*v1.Pod { return static }, Active: func() []*v1.Pod { return static }})
+		Node: func() *v1.Node { return node }, Desired: func() []*v1.Pod { return static }, Active: func() []*v1.Pod { return static },
+		Outage: apiclient.NewOutage(hclog.NewNullLogger(), "updating mirror pods")})
 	mirror := func() *v1.Pod {
 		p, err := client.CoreV1().Pods("kube-system").Get(ctx, "etcd", metav1.GetOptions{})
 		if err != nil {

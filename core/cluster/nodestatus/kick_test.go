@@ -38,6 +38,7 @@ func TestUpdaterSyncsOnKick(t *testing.T) {
 	u := New(Options{
 		Client: client, NodeName: "node-a", Node: thisnode.New(client, "node-a", apiclient.NewOutage(hclog.NewNullLogger(), "watching")), Source: source,
 		UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute, Kick: kick,
+		Outage: apiclient.NewOutage(hclog.NewNullLogger(), "posting the node's status"),
 		Logger: hclog.NewNullLogger(), Clock: clocktesting.NewFakeClock(t0),
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	reasons "github.com/microlet/microlet/core/cluster/events"
 )
 
 // SetStatus writes the facts into node's status as the kubelet's setters
@@ -62,7 +64,7 @@ func setMachineInfo(node *v1.Node, f Facts) []Event {
 	info := &node.Status.NodeInfo
 	info.MachineID, info.SystemUUID = f.MachineID, f.SystemUUID
 	if info.BootID != "" && info.BootID != f.BootID {
-		events = append(events, Event{Type: v1.EventTypeWarning, Reason: "Rebooted",
+		events = append(events, Event{Type: v1.EventTypeWarning, Reason: reasons.NodeRebooted,
 			Message: fmt.Sprintf("Node %s has been rebooted, boot id: %s", node.Name, f.BootID)})
 	}
 	info.BootID = f.BootID
@@ -117,15 +119,15 @@ func pressures(f Facts) []pressure {
 		{v1.NodeMemoryPressure, f.MemoryPressure,
 			"KubeletHasInsufficientMemory", "kubelet has insufficient memory available",
 			"KubeletHasSufficientMemory", "kubelet has sufficient memory available",
-			"NodeHasInsufficientMemory", "NodeHasSufficientMemory"},
+			reasons.NodeHasInsufficientMemory, reasons.NodeHasSufficientMemory},
 		{v1.NodeDiskPressure, f.DiskPressure,
 			"KubeletHasDiskPressure", "kubelet has disk pressure",
 			"KubeletHasNoDiskPressure", "kubelet has no disk pressure",
-			"NodeHasDiskPressure", "NodeHasNoDiskPressure"},
+			reasons.NodeHasDiskPressure, reasons.NodeHasNoDiskPressure},
 		{v1.NodePIDPressure, f.PIDPressure,
 			"KubeletHasInsufficientPID", "kubelet has insufficient PID available",
 			"KubeletHasSufficientPID", "kubelet has sufficient PID available",
-			"NodeHasInsufficientPID", "NodeHasSufficientPID"},
+			reasons.NodeHasInsufficientPID, reasons.NodeHasSufficientPID},
 	}
 }
 
@@ -178,9 +180,9 @@ func setReady(node *v1.Node, f Facts, now metav1.Time) (string, bool) {
 		return "", false
 	}
 	if want.Status == v1.ConditionTrue {
-		return "NodeReady", true
+		return reasons.NodeReady, true
 	}
-	return "NodeNotReady", true
+	return reasons.NodeNotReady, true
 }
 
 // condition finds the condition of type t in node, appending it as Unknown
@@ -210,9 +212,9 @@ func schedulableEvent(node *v1.Node, wasUnschedulable bool) (Event, bool) {
 	case node.Spec.Unschedulable == wasUnschedulable:
 		return Event{}, false
 	case node.Spec.Unschedulable:
-		return nodeEvent(node.Name, "NodeNotSchedulable"), true
+		return nodeEvent(node.Name, reasons.NodeNotSchedulable), true
 	default:
-		return nodeEvent(node.Name, "NodeSchedulable"), true
+		return nodeEvent(node.Name, reasons.NodeSchedulable), true
 	}
 }
 

@@ -60,7 +60,7 @@ type Options struct {
 	// them.
 	OnEvent func(Event)
 	// Outage is the node's log of the API server's outages, as the updater
-	// sees them; nil logs them on its own.
+	// sees them (apiclient.Outages.Part; NewOutage in tests).
 	Outage *apiclient.Outage
 	// Kick asks for a sync at once (the node started or stopped shutting
 	// down, upstream's syncNodeStatus call); nil: the period only.
@@ -98,9 +98,6 @@ func New(opts Options) *Updater {
 	}
 	if opts.OnEvent == nil {
 		opts.OnEvent = func(Event) {}
-	}
-	if opts.Outage == nil {
-		opts.Outage = apiclient.NewOutage(opts.Logger, "posting the node's status")
 	}
 	u := &Updater{
 		opts: opts, log: opts.Logger, clock: opts.Clock,

@@ -51,7 +51,8 @@ func TestAgainstAPIServer(t *testing.T) {
 	node := thisnode.New(c.Admin, "node-a", apiclient.NewOutage(hclog.NewNullLogger(), "watching"))
 	go node.Run(ctx)
 	u := nodestatus.New(nodestatus.Options{Client: c.Admin, NodeName: "node-a", Node: node, Source: src,
-		UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute, Logger: hclog.NewNullLogger()})
+		UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute,
+		Outage: apiclient.NewOutage(hclog.NewNullLogger(), "posting the node's status"), Logger: hclog.NewNullLogger()})
 	lease := nodelease.New(nodelease.Options{Client: c.Admin, NodeName: "node-a", DurationSeconds: 4, Node: u.Node})
 	go u.Run(ctx)
 	go func() { <-u.Registered(); lease.Run(ctx) }()

@@ -49,6 +49,7 @@ func newFixture(t *testing.T, objects ...*v1.Node) *updaterFixture {
 		Registration:    Registration{Labels: map[string]string{"node.kubernetes.io/pool": "a"}},
 		UpdateFrequency: 10 * time.Second, ReportFrequency: 5 * time.Minute,
 		OnEvent: func(e Event) { f.events = append(f.events, e.Reason) },
+		Outage:  apiclient.NewOutage(hclog.NewNullLogger(), "posting the node's status"),
 		Logger:  hclog.NewNullLogger(), Clock: f.clock,
 	})
 	return f

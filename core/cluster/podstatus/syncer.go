@@ -48,7 +48,7 @@ type Options struct {
 	// still have containers running, as upstream's podDeletionSafety.
 	CouldHaveRunningContainers func(types.UID) bool
 	// Outage is the node's log of the API server's outages, as the
-	// syncer sees them; nil logs them on its own.
+	// syncer sees them (apiclient.Outages.Part; NewOutage in tests).
 	Outage *apiclient.Outage
 	Logger hclog.Logger
 }
@@ -60,7 +60,6 @@ type Syncer struct {
 	// written is, by API pod UID, the status version last written and the
 	// resourceVersion the write produced.
 	written map[types.UID]writtenStatus
-	outage  *apiclient.Outage
 }
 
 type writtenStatus struct {
@@ -73,11 +72,7 @@ func New(opts Options) *Syncer {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	log := opts.Logger.Named("podstatus")
-	if opts.Outage == nil {
-		opts.Outage = apiclient.NewOutage(log, "writing pod statuses")
-	}
-	return &Syncer{opts: opts, log: log, written: map[types.UID]writtenStatus{}, outage: opts.Outage}
+	return &Syncer{opts: opts, log: opts.Logger.Named("podstatus"), written: map[types.UID]writtenStatus{}}
 }
 
 // Run writes statuses as they change, and checks all every syncPeriod,
@@ -90,8 +85,8 @@ func (s *Syncer) Run(ctx context.Context) {
 	defer ticker.Stop()
 	for {
 		statuses, changed := s.opts.Statuses.Statuses()
-		s.outage.Observe(s.syncBatch(ctx, statuses))
-		if s.outage.Failing() {
+		s.opts.Outage.Observe(s.syncBatch(ctx, statuses))
+		if s.opts.Outage.Failing() {
 			changed = nil // wait for the tick: no busy retries while the API server is away
 		}
 		select {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/microlet/microlet/core/cluster/apiclient"
 	"github.com/microlet/microlet/core/pods/podspec"
 	"github.com/microlet/microlet/core/pods/status"
 )
@@ -38,7 +40,8 @@ func newSyncerFixture(t *testing.T, pods ...*v1.Pod) *syncerFixture {
 	}
 	f.refresh()
 	f.syncer = New(Options{Client: f.client, Pods: corelisters.NewPodLister(f.indexer), HasSynced: func() bool { return true },
-		CouldHaveRunningContainers: func(uid types.UID) bool { return f.couldRun[uid] }})
+		CouldHaveRunningContainers: func(uid types.UID) bool { return f.couldRun[uid] },
+		Outage:                     apiclient.NewOutage(hclog.NewNullLogger(), "writing pod statuses")})
 	return f
 }
 

@@ -11,8 +11,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -27,19 +25,7 @@ type Informer struct {
 // New makes the informer; Run starts it. outage is the node's log of the
 // API server's outages (apiclient.Outages), as this part sees them.
 func New(client kubernetes.Interface, outage *apiclient.Outage) *Informer {
-	services := client.CoreV1().Services(metav1.NamespaceAll)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			list, err := services.List(ctx, o)
-			outage.Observe(err)
-			return list, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			w, err := services.Watch(ctx, o)
-			outage.Observe(err)
-			return w, err
-		},
-	}
+	lw := apiclient.All(client.CoreV1().Services(metav1.NamespaceAll), outage)
 	informer := cache.NewSharedIndexInformer(lw, &v1.Service{}, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	// Neither can fail before the informer runs.

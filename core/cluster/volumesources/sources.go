@@ -17,14 +17,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/microlet/microlet/core/cluster/apiclient"
 )
 
 // DefaultIdle is how long a watch no read used is kept: twice the
@@ -78,9 +77,8 @@ func New(client kubernetes.Interface, idle time.Duration, now func() time.Time) 
 
 // GetConfigMap reads namespace/name.
 func (s *Sources) GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
-	c := s.client.CoreV1().ConfigMaps(namespace)
 	obj, err := s.get(ctx, objectKey{v1.Resource("configmaps"), namespace, name}, &v1.ConfigMap{},
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) }, c.Watch)
+		byName(s.client.CoreV1().ConfigMaps(namespace), name))
 	if err != nil {
 		return nil, err
 	}
@@ -89,23 +87,27 @@ func (s *Sources) GetConfigMap(ctx context.Context, namespace, name string) (*v1
 
 // GetSecret reads namespace/name.
 func (s *Sources) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
-	c := s.client.CoreV1().Secrets(namespace)
 	obj, err := s.get(ctx, objectKey{v1.Resource("secrets"), namespace, name}, &v1.Secret{},
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) }, c.Watch)
+		byName(s.client.CoreV1().Secrets(namespace), name))
 	if err != nil {
 		return nil, err
 	}
 	return obj.(*v1.Secret), nil
 }
 
-// get answers from the object's watch, started on the first read.
-func (s *Sources) get(ctx context.Context, key objectKey, example runtime.Object,
-	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) (runtime.Object, error) {
+// byName lists and watches the one object of c named name.
+func byName[L runtime.Object](c apiclient.ListWatcher[L], name string) *cache.ListWatch {
+	// Not an outage: a refused list is likely the authorizer not knowing
+	// the object's pod yet (see startWatch).
+	return apiclient.FieldSelected(c, "metadata.name", name, nil)
+}
+
+// get answers from the object's watch, started on the first read with lw.
+func (s *Sources) get(ctx context.Context, key objectKey, example runtime.Object, lw *cache.ListWatch) (runtime.Object, error) {
 	s.mu.Lock()
 	w, ok := s.watches[key]
 	if !ok {
-		w = s.startWatch(key, example, list, watchFn)
+		w = s.startWatch(key, example, lw)
 	}
 	w.lastUsed = s.now()
 	s.mu.Unlock()
@@ -135,20 +137,7 @@ func (s *Sources) get(ctx context.Context, key objectKey, example runtime.Object
 
 // startWatch starts the watch of one object, with a timer that stops it
 // once idle. Callers hold s.mu.
-func (s *Sources) startWatch(key objectKey, example runtime.Object,
-	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *objectWatch {
-	selector := fields.OneTermEqualSelector("metadata.name", key.name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return list(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return watchFn(ctx, o)
-		},
-	}
+func (s *Sources) startWatch(key objectKey, example runtime.Object, lw *cache.ListWatch) *objectWatch {
 	w := &objectWatch{informer: cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{}), stop: make(chan struct{})}
 	// A refused list (the object's pod not known to the authorizer yet, or
 	// gone) is retried with the reflector's backoff; reads meanwhile fail.
