@@ -213,12 +213,8 @@ func (p *PodWorkers) UpdatePod(options UpdatePodOptions) {
 	}
 
 	st.pendingUpdate = &options
-	st.working = true
 	log.Trace("notifying the pod worker of a pending update", "work_type", st.WorkType())
-	select {
-	case podUpdates <- struct{}{}:
-	default:
-	}
+	p.wake(uid, st)
 
 	if (becameTerminating || gracePeriodShortened) && st.cancelFn != nil {
 		log.Debug("cancelling the current sync", "work_type", st.WorkType())
@@ -304,11 +300,7 @@ func (p *PodWorkers) releaseStaticName(fullname string, uid types.UID) {
 		// A worker that was told to wait keeps its update pending
 		// (startPodSync); one still working will ask again by itself.
 		if st.pendingUpdate != nil && !st.working {
-			st.working = true
-			select {
-			case p.podUpdates[next] <- struct{}{}:
-			default:
-			}
+			p.wake(next, st)
 		}
 		return
 	}
