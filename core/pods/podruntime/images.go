@@ -199,11 +199,11 @@ func (p *imagePuller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, auth
 	return pulled, nil
 }
 
-// pullWith is the CRI pull without credentials, or with each in turn.
+// pullWith is the CRI pull without credentials, or with each in turn. An
+// aggregate of one error reads as that error.
 func (p *imagePuller) pullWith(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
 	if len(auths) == 0 {
-		ref, err := p.images.PullImage(ctx, spec, nil, sandboxConfig)
-		return ref, runtimePullError(err)
+		auths = []*runtimeapi.AuthConfig{nil}
 	}
 	var errs []error
 	for _, auth := range auths {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/microlet/microlet/core/pods/resize"
 	"github.com/microlet/microlet/core/runtime/container"
 )
 
@@ -58,7 +59,7 @@ func computeResizeActions(pod *v1.Pod, status *container.PodStatus, tracker Resi
 			}
 		}
 		actuated, known := tracker.Actuated(pod.UID, c.Name)
-		changed := changedResources(c.Resources, actuated)
+		changed := resize.ChangedResources(c.Resources, actuated)
 		if known && len(changed) == 0 {
 			return
 		}
@@ -77,17 +78,6 @@ func computeResizeActions(pod *v1.Pod, status *container.PodStatus, tracker Resi
 	}
 	for i := range pod.Spec.Containers {
 		consider(&pod.Spec.Containers[i], func() { actions.ContainersToStart = append(actions.ContainersToStart, i) })
-	}
-	return out
-}
-
-// changedResources are cpu and memory when their request or limit differs.
-func changedResources(want, have v1.ResourceRequirements) []v1.ResourceName {
-	var out []v1.ResourceName
-	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		if !want.Requests[name].Equal(have.Requests[name]) || !want.Limits[name].Equal(have.Limits[name]) {
-			out = append(out, name)
-		}
 	}
 	return out
 }

@@ -2,9 +2,9 @@ package podruntime
 
 import (
 	"fmt"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -54,7 +54,7 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32, plan *ResourcePlan)
 	}
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		for _, s := range psc.Sysctls {
-			linux.Sysctls[sysctlDotsName(s.Name)] = s.Value
+			linux.Sysctls[utilsysctl.NormalizeName(s.Name)] = s.Value
 		}
 		if psc.RunAsUser != nil {
 			linux.SecurityContext.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
@@ -112,24 +112,4 @@ func runtimeProtocol(p v1.Protocol) runtimeapi.Protocol {
 		return runtimeapi.Protocol_SCTP
 	}
 	return runtimeapi.Protocol_TCP
-}
-
-// sysctlDotsName writes a sysctl name with dots as separators
-// ("net/ipv4/ip_forward" becomes "net.ipv4.ip_forward"), which runc needs to
-// tell the sysctl's namespace, as upstream's
-// ConvertPodSysctlsVariableToDotsSeparator.
-func sysctlDotsName(name string) string {
-	i := strings.IndexAny(name, "./")
-	if i == -1 || name[i] == '.' {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '.':
-			return '/'
-		case '/':
-			return '.'
-		}
-		return r
-	}, name)
 }

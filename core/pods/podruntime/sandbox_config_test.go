@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 	v1 "k8s.io/api/core/v1"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -150,6 +151,8 @@ func TestSandboxHostname(t *testing.T) {
 	}
 }
 
+// TestSysctlDotsName: sysctls reach runc with dots as separators, as
+// upstream's ConvertPodSysctlsVariableToDotsSeparator (NormalizeName).
 func TestSysctlDotsName(t *testing.T) {
 	for in, want := range map[string]string{
 		"kernel.shm_rmid_forced":           "kernel.shm_rmid_forced",
@@ -157,8 +160,8 @@ func TestSysctlDotsName(t *testing.T) {
 		"net/ipv4/conf/eno2.100/rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
 		"net.ipv4.conf.eno2/100.rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
 	} {
-		if got := sysctlDotsName(in); got != want {
-			t.Errorf("sysctlDotsName(%q) = %q, want %q", in, got, want)
+		if got := utilsysctl.NormalizeName(in); got != want {
+			t.Errorf("NormalizeName(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -162,9 +163,9 @@ func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, sc *v1.SecurityContext, us
 		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", user.username, podFullName(pod), c.Name)
 	case user.uid != nil && *user.uid == 0:
 		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podFullName(pod), c.Name)
-	case user.uid != nil && (*user.uid < 0 || *user.uid > math.MaxInt32):
-		return fmt.Errorf("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)): must be between 0 and %d, inclusive (pod: %q, container: %s)",
-			*user.uid, math.MaxInt32, math.MaxInt32, podFullName(pod), c.Name)
+	case user.uid != nil && len(validation.IsValidUserID(*user.uid)) != 0:
+		return fmt.Errorf("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)): %s (pod: %q, container: %s)",
+			*user.uid, math.MaxInt32, strings.Join(validation.IsValidUserID(*user.uid), "; "), podFullName(pod), c.Name)
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/microlet/microlet/core/pods/podspec"
+	"github.com/microlet/microlet/core/pods/status"
 )
 
 // ServiceLister lists the cluster's Services for containers' service
@@ -43,17 +43,10 @@ func (m *Manager) serviceEnv(pod *v1.Pod) (map[string]string, error) {
 	if m.opts.Services == nil {
 		return nil, nil
 	}
-	if !isStaticPod(pod) && !m.opts.Services.HasSynced() {
+	if !status.IsStaticPod(pod) && !m.opts.Services.HasSynced() {
 		return nil, errServicesNotSynced
 	}
 	return serviceVariables(m.opts.Services.List(pod.Namespace), pod.Namespace, *pod.Spec.EnableServiceLinks), nil
-}
-
-// isStaticPod is upstream's kubetypes.IsStaticPod: a pod of a source other
-// than the API server.
-func isStaticPod(pod *v1.Pod) bool {
-	source, ok := pod.Annotations[podspec.ConfigSourceAnnotationKey]
-	return ok && source != "api"
 }
 
 // serviceVariables are the variables of the Services a pod of namespace

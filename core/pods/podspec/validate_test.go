@@ -274,17 +274,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod := validPod()
-			tt.mutate(pod)
-			errs := Validate(pod)
-			if len(errs) != len(tt.want) {
-				t.Fatalf("%d errors:\n%s\nwant %d:\n%s", len(errs), errorLines(errs.ToAggregate()), len(tt.want), strings.Join(tt.want, "\n"))
-			}
-			for i, e := range errs {
-				if !strings.HasPrefix(e.Error(), tt.want[i]) {
-					t.Errorf("error %d:\n %s\nwant it to start with\n %s", i, e.Error(), tt.want[i])
-				}
-			}
+			checkValidate(t, tt.mutate, tt.want)
 		})
 	}
 }
@@ -331,6 +321,23 @@ items:
 	}
 	if m.Pods[1].Spec.RestartPolicy != "" {
 		t.Errorf("Prepare changed the manifest's pod")
+	}
+}
+
+// checkValidate validates validPod changed by mutate and checks that the
+// errors start, in order, with want.
+func checkValidate(t *testing.T, mutate func(*v1.Pod), want []string) {
+	t.Helper()
+	pod := validPod()
+	mutate(pod)
+	errs := Validate(pod)
+	if len(errs) != len(want) {
+		t.Fatalf("%d errors:\n%s\nwant %d:\n%s", len(errs), errorLines(errs.ToAggregate()), len(want), strings.Join(want, "\n"))
+	}
+	for i, e := range errs {
+		if !strings.HasPrefix(e.Error(), want[i]) {
+			t.Errorf("error %d:\n %s\nwant it to start with\n %s", i, e.Error(), want[i])
+		}
 	}
 }
 

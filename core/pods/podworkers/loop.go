@@ -316,6 +316,12 @@ func (p *PodWorkers) requeueLastPodUpdate(uid types.UID, st *podSyncStatus) {
 	}
 	replay := *st.activeUpdate
 	st.pendingUpdate = &replay
+	p.wake(uid, st)
+}
+
+// wake marks the pod's worker busy and tells it an update is pending,
+// never blocking (its channel holds one). Call it with mu held.
+func (p *PodWorkers) wake(uid types.UID, st *podSyncStatus) {
 	st.working = true
 	select {
 	case p.podUpdates[uid] <- struct{}{}:

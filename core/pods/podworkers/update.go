@@ -78,7 +78,7 @@ func (p *PodWorkers) UpdatePod(options UpdatePodOptions) {
 		// A pod that is terminal in its source and shows nothing running
 		// on the runtime terminated in a previous life of the node agent:
 		// it must only finish (SyncTerminatedPod), never count as active.
-		if options.Pod != nil && isTerminalPhase(options.Pod.Status.Phase) {
+		if options.Pod != nil && status.IsTerminalPhase(options.Pod.Status.Phase) {
 			if cached, err := p.cache.Get(uid); err == nil && isRuntimeTerminal(cached) {
 				st = &podSyncStatus{
 					terminatedAt:       now,
@@ -136,7 +136,7 @@ func (p *PodWorkers) UpdatePod(options UpdatePodOptions) {
 			st.deleted = true
 			st.terminatingAt = now
 			becameTerminating = true
-		case isTerminalPhase(pod.Status.Phase):
+		case status.IsTerminalPhase(pod.Status.Phase):
 			log.Debug("pod is in a terminal phase; tearing it down", "phase", pod.Status.Phase)
 			st.terminatingAt = now
 			becameTerminating = true
@@ -213,21 +213,13 @@ func (p *PodWorkers) UpdatePod(options UpdatePodOptions) {
 	}
 
 	st.pendingUpdate = &options
-	st.working = true
 	log.Trace("notifying the pod worker of a pending update", "work_type", st.WorkType())
-	select {
-	case podUpdates <- struct{}{}:
-	default:
-	}
+	p.wake(uid, st)
 
 	if (becameTerminating || gracePeriodShortened) && st.cancelFn != nil {
 		log.Debug("cancelling the current sync", "work_type", st.WorkType())
 		st.cancelFn()
 	}
-}
-
-func isTerminalPhase(phase v1.PodPhase) bool {
-	return phase == v1.PodFailed || phase == v1.PodSucceeded
 }
 
 // allowPodStart decides whether the pod may start now (canStart) and
@@ -308,11 +300,7 @@ func (p *PodWorkers) releaseStaticName(fullname string, uid types.UID) {
 		// A worker that was told to wait keeps its update pending
 		// (startPodSync); one still working will ask again by itself.
 		if st.pendingUpdate != nil && !st.working {
-			st.working = true
-			select {
-			case p.podUpdates[next] <- struct{}{}:
-			default:
-			}
+			p.wake(next, st)
 		}
 		return
 	}

@@ -104,7 +104,7 @@ func (m *Manager) Conditions(pod *v1.Pod, running func(name string) bool) []v1.P
 		// it in place, idempotently; that is a resize in progress only if
 		// one was accepted since.
 		act, ok := st.actuated[c.Name]
-		if ok && !sameCPUAndMemory(alloc, act) || !ok && st.inProgress != nil {
+		if ok && len(ChangedResources(alloc, act)) != 0 || !ok && st.inProgress != nil {
 			inProgress = true
 		}
 	})
@@ -147,15 +147,16 @@ func completionMessage(pod *v1.Pod) string {
 	return "Pod resize completed: " + string(b)
 }
 
-// sameCPUAndMemory compares what a resize changes: cpu and memory requests
-// and limits.
-func sameCPUAndMemory(a, b v1.ResourceRequirements) bool {
+// ChangedResources are what a resize changes, cpu and memory, when their
+// request or limit differs between want and have.
+func ChangedResources(want, have v1.ResourceRequirements) []v1.ResourceName {
+	var out []v1.ResourceName
 	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-		if !a.Requests[name].Equal(b.Requests[name]) || !a.Limits[name].Equal(b.Limits[name]) {
-			return false
+		if !want.Requests[name].Equal(have.Requests[name]) || !want.Limits[name].Equal(have.Limits[name]) {
+			out = append(out, name)
 		}
 	}
-	return true
+	return out
 }
 
 // ContainerResources are a container's resources in its status: cpu and

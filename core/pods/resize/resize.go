@@ -17,6 +17,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-helpers/resource"
@@ -140,19 +141,7 @@ func differs(pod *v1.Pod, allocated map[string]v1.ResourceRequirements) bool {
 
 // equalResources compares requests and limits quantity by quantity.
 func equalResources(a, b v1.ResourceRequirements) bool {
-	return equalList(a.Requests, b.Requests) && equalList(a.Limits, b.Limits)
-}
-
-func equalList(a, b v1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, q := range a {
-		if other, ok := b[name]; !ok || !q.Equal(other) {
-			return false
-		}
-	}
-	return true
+	return apiequality.Semantic.DeepEqual(a.Requests, b.Requests) && apiequality.Semantic.DeepEqual(a.Limits, b.Limits)
 }
 
 // Fits says whether the pod, with the resources it asks for, fits next to

@@ -83,9 +83,18 @@ func refuse(v Verdict) syncloop.Admission {
 }
 
 func needsRuntimeFeature(pod *v1.Pod) bool {
+	return wantsUserNamespace(pod) || wantsStrictSupplementalGroups(pod)
+}
+
+// wantsUserNamespace: `hostUsers: false`.
+func wantsUserNamespace(pod *v1.Pod) bool {
+	return pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers
+}
+
+// wantsStrictSupplementalGroups: supplementalGroupsPolicy Strict.
+func wantsStrictSupplementalGroups(pod *v1.Pod) bool {
 	psc := pod.Spec.SecurityContext
-	return pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers ||
-		psc != nil && psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict
+	return psc != nil && psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict
 }
 
 // CheckRuntimeFeatures refuses a pod that asks for what the runtime does
@@ -93,15 +102,14 @@ func needsRuntimeFeature(pod *v1.Pod) bool {
 // does not allocate the user namespaces' ID ranges (upstream's userns
 // manager), so a runtime that has them is told why with its own message.
 func CheckRuntimeFeatures(pod *v1.Pod, health cri.RuntimeHealth) Verdict {
-	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
+	if wantsUserNamespace(pod) {
 		msg := "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
 		if health.SupportsUserNamespaces("") {
 			msg = "can't set `spec.hostUsers: false`, this node does not allocate user namespace ID ranges"
 		}
 		return Verdict{Reason: ReasonUserNamespacesNotSupported, Message: msg}
 	}
-	psc := pod.Spec.SecurityContext
-	if psc != nil && psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict && !health.SupportsSupplementalGroupsPolicy() {
+	if wantsStrictSupplementalGroups(pod) && !health.SupportsSupplementalGroupsPolicy() {
 		return Verdict{Reason: ReasonSupplementalGroupsPolicy, Message: fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", v1.SupplementalGroupsPolicyStrict)}
 	}
 	return Verdict{}

@@ -49,13 +49,7 @@ func EvictedStatusFunc(pod *v1.Pod, message string) func(*v1.PodStatus) {
 		s.Phase = v1.PodFailed
 		s.Reason = EvictedReason
 		s.Message = message
-		s.Conditions = replaceOrAppendCondition(s.Conditions, &v1.PodCondition{
-			Type:               v1.DisruptionTarget,
-			ObservedGeneration: pod.Generation,
-			Status:             v1.ConditionTrue,
-			Reason:             v1.PodReasonTerminationByKubelet,
-			Message:            message,
-		})
+		setDisruptedByKubelet(s, pod, message)
 	}
 }
 
@@ -71,12 +65,18 @@ func ShutdownStatusFunc(pod *v1.Pod, reason, message string) func(*v1.PodStatus)
 		}
 		s.Reason = reason
 		s.Message = message
-		s.Conditions = replaceOrAppendCondition(s.Conditions, &v1.PodCondition{
-			Type:               v1.DisruptionTarget,
-			ObservedGeneration: pod.Generation,
-			Status:             v1.ConditionTrue,
-			Reason:             v1.PodReasonTerminationByKubelet,
-			Message:            message,
-		})
+		setDisruptedByKubelet(s, pod, message)
 	}
+}
+
+// setDisruptedByKubelet sets s's DisruptionTarget condition, reason
+// TerminationByKubelet, with message.
+func setDisruptedByKubelet(s *v1.PodStatus, pod *v1.Pod, message string) {
+	s.Conditions = replaceOrAppendCondition(s.Conditions, &v1.PodCondition{
+		Type:               v1.DisruptionTarget,
+		ObservedGeneration: pod.Generation,
+		Status:             v1.ConditionTrue,
+		Reason:             v1.PodReasonTerminationByKubelet,
+		Message:            message,
+	})
 }

@@ -71,13 +71,13 @@ func (g *Generator) PodStatus(pod *v1.Pod, runtime *container.PodStatus, old v1.
 	all := append(append([]v1.ContainerStatus{}, s.ContainerStatuses...), s.InitContainerStatuses...)
 	s.Phase = getPhase(pod, all, podIsTerminal, anyActiveRegularContainerStarted(&pod.Spec, runtime))
 	switch {
-	case isTerminalPhase(old.Phase):
+	case IsTerminalPhase(old.Phase):
 		// A terminal phase is final, whatever the containers do next: an
 		// evicted pod (Failed) whose containers exit 0 on SIGTERM stays
 		// Failed. Upstream keeps it only when the new phase is not terminal
 		// and leaves its status manager to refuse the change.
 		s.Phase = old.Phase
-	case !isTerminalPhase(s.Phase) && isTerminalPhase(pod.Status.Phase):
+	case !IsTerminalPhase(s.Phase) && IsTerminalPhase(pod.Status.Phase):
 		s.Phase = pod.Status.Phase
 	}
 	if s.Phase == old.Phase {
@@ -94,7 +94,7 @@ func (g *Generator) PodStatus(pod *v1.Pod, runtime *container.PodStatus, old v1.
 			s.Phase, s.Reason, s.Message = v1.PodFailed, reason, message
 		}
 	}
-	if isTerminalPhase(pod.Status.Phase) {
+	if IsTerminalPhase(pod.Status.Phase) {
 		s.Phase = pod.Status.Phase
 	}
 
@@ -117,7 +117,7 @@ func (g *Generator) PodStatus(pod *v1.Pod, runtime *container.PodStatus, old v1.
 		containersReadyCondition(pod, all, s.Phase),
 		condition(pod, v1.PodScheduled, v1.ConditionTrue, "", ""),
 	)
-	if g.Resizes != nil && !isTerminalPhase(s.Phase) {
+	if g.Resizes != nil && !IsTerminalPhase(s.Phase) {
 		s.Conditions = append(s.Conditions, g.Resizes.Conditions(pod, func(name string) bool {
 			c := runtime.Container(name)
 			return c != nil && c.State == container.StateRunning
@@ -230,6 +230,8 @@ func anyActiveRegularContainerStarted(spec *v1.PodSpec, runtime *container.PodSt
 	return false
 }
 
-func isTerminalPhase(phase v1.PodPhase) bool {
+// IsTerminalPhase reports whether a pod in phase has finished: Succeeded
+// or Failed.
+func IsTerminalPhase(phase v1.PodPhase) bool {
 	return phase == v1.PodSucceeded || phase == v1.PodFailed
 }

@@ -209,7 +209,7 @@ func (m *Manager) update(pod *v1.Pod, status v1.PodStatus, forceUpdate, podIsFin
 		log.Error("status update aborted", "error", err)
 		return
 	}
-	if isTerminalPhase(old.Phase) && status.Phase != old.Phase {
+	if IsTerminalPhase(old.Phase) && status.Phase != old.Phase {
 		log.Error("status update attempted an illegal phase transition; keeping the terminal phase", "phase", old.Phase, "attempted", status.Phase)
 		status.Phase, status.Reason, status.Message = old.Phase, old.Reason, old.Message
 	}

@@ -49,7 +49,7 @@ func (m *Manager) TerminatePod(pod *v1.Pod) {
 	}
 
 	// Static pods keep their phase, as upstream (kubernetes#116484).
-	if !IsStaticPod(pod) && !isTerminalPhase(status.Phase) {
+	if !IsStaticPod(pod) && !IsTerminalPhase(status.Phase) {
 		if status.Phase == v1.PodRunning && isCached {
 			log.Info("a terminated pod is still Running; marking it Failed")
 		}

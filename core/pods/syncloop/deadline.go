@@ -37,7 +37,7 @@ func (l *Loop) pastDeadline() []types.UID {
 			continue
 		}
 		st := l.previousStatus(pod)
-		if !isTerminalPhase(st.Phase) && status.PastActiveDeadline(pod, st, now) {
+		if !status.IsTerminalPhase(st.Phase) && status.PastActiveDeadline(pod, st, now) {
 			uids = append(uids, pod.UID)
 		}
 	}

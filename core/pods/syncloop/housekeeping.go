@@ -74,7 +74,7 @@ func (l *Loop) housekeeping(ctx context.Context) {
 // finished says whether a pod reached Succeeded or Failed.
 func (l *Loop) finished(pod *v1.Pod) bool {
 	st, ok := l.opts.Statuses.GetPodStatus(pod.UID)
-	return ok && (st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed)
+	return ok && status.IsTerminalPhase(st.Phase)
 }
 
 // stopOrphans kills what runs in the runtime for pods no worker drives.

@@ -279,7 +279,7 @@ func (l *Loop) admitAndStart(ctx context.Context, pod *v1.Pod) {
 	if l.workers.IsPodKnownTerminated(pod.UID) {
 		return
 	}
-	if isTerminalPhase(pod.Status.Phase) {
+	if status.IsTerminalPhase(pod.Status.Phase) {
 		// As upstream: a pod its source already knows finished (an API pod
 		// after a restart of the core) is not admitted again, which could
 		// rewrite why it ended; its worker finds it terminated.
@@ -394,8 +394,4 @@ func (l *Loop) SourcesReady() bool { return l.sourcesReady.Load() }
 // cannot), as upstream's podDeletionSafety.
 func (l *Loop) CouldHaveRunningContainers(uid types.UID) bool {
 	return l.workers.CouldHaveRunningContainers(uid)
-}
-
-func isTerminalPhase(phase v1.PodPhase) bool {
-	return phase == v1.PodSucceeded || phase == v1.PodFailed
 }

@@ -28,6 +28,22 @@ func syncedCPU(h *harness, pod *v1.Pod) string {
 	return synced[len(synced)-1].Spec.Containers[0].Resources.Limits.Cpu().String()
 }
 
+// runningResizable is a harness whose node has 4 cpus, resizes on, and a
+// running API pod "web" with 100m cpu.
+func runningResizable(t *testing.T) (*harness, *v1.Pod) {
+	t.Helper()
+	h := newHarness(t, 10)
+	resizes := resize.New(nil)
+	h.loop.opts.Resizes = resizes
+	h.loop.opts.Allocatable = func() v1.ResourceList { return v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")} }
+	h.loop.opts.Generator.Resizes = resizes
+
+	pod := withCPU(h.newPod("web", v1.RestartPolicyAlways), "100m")
+	h.send(podconfig.OpAdd, pod)
+	h.waitPhase(pod, v1.PodRunning)
+	return h, pod
+}
+
 func resizePending(h *harness, pod *v1.Pod) *v1.PodCondition {
 	st, _ := h.status(pod)
 	for i := range st.Conditions {
@@ -43,15 +59,7 @@ func resizePending(h *harness, pod *v1.Pod) *v1.PodCondition {
 // until a later housekeeping finds room, then it is synced at its new
 // resources.
 func TestDeferredResizeRunsOnceItFits(t *testing.T) {
-	h := newHarness(t, 10)
-	resizes := resize.New(nil)
-	h.loop.opts.Resizes = resizes
-	h.loop.opts.Allocatable = func() v1.ResourceList { return v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")} }
-	h.loop.opts.Generator.Resizes = resizes
-
-	pod := withCPU(h.newPod("web", v1.RestartPolicyAlways), "100m")
-	h.send(podconfig.OpAdd, pod)
-	h.waitPhase(pod, v1.PodRunning)
+	h, pod := runningResizable(t)
 
 	h.admitter.set(Admission{Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu, requested: 3000, used: 2000, capacity: 4000"})
 	bigger := withCPU(pod, "3")
@@ -76,15 +84,7 @@ func TestDeferredResizeRunsOnceItFits(t *testing.T) {
 // TestInfeasibleResizeBeyondTheNode: more cpu than the node's allocatable
 // is Infeasible without asking the admitters.
 func TestInfeasibleResizeBeyondTheNode(t *testing.T) {
-	h := newHarness(t, 10)
-	resizes := resize.New(nil)
-	h.loop.opts.Resizes = resizes
-	h.loop.opts.Allocatable = func() v1.ResourceList { return v1.ResourceList{v1.ResourceCPU: resource.MustParse("4")} }
-	h.loop.opts.Generator.Resizes = resizes
-
-	pod := withCPU(h.newPod("web", v1.RestartPolicyAlways), "100m")
-	h.send(podconfig.OpAdd, pod)
-	h.waitPhase(pod, v1.PodRunning)
+	h, pod := runningResizable(t)
 	h.admitter.mu.Lock()
 	asked := len(h.admitter.asked)
 	h.admitter.mu.Unlock()

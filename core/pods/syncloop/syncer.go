@@ -10,6 +10,7 @@ import (
 	"github.com/microlet/microlet/core/cluster/events"
 	"github.com/microlet/microlet/core/pods/podruntime"
 	"github.com/microlet/microlet/core/pods/podworkers"
+	"github.com/microlet/microlet/core/pods/status"
 	"github.com/microlet/microlet/core/runtime/container"
 )
 
@@ -23,7 +24,7 @@ func (l *Loop) SyncPod(ctx context.Context, _ podworkers.UpdateType, pod *v1.Pod
 	pod = l.allocated(pod)
 	apiStatus := l.opts.Generator.PodStatus(pod, rs, l.previousStatus(pod), false)
 	l.opts.Statuses.SetPodStatus(pod, apiStatus)
-	if apiStatus.Phase == v1.PodSucceeded || apiStatus.Phase == v1.PodFailed {
+	if status.IsTerminalPhase(apiStatus.Phase) {
 		return true, nil
 	}
 	if !pod.Spec.HostNetwork {
