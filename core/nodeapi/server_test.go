@@ -21,6 +21,7 @@ import (
 	"github.com/microlet/microlet/core/config"
 	"github.com/microlet/microlet/core/nodeapi/auth"
 	"github.com/microlet/microlet/internal/devcluster"
+	"github.com/microlet/microlet/internal/freeport"
 )
 
 func TestSelfSignedPair(t *testing.T) {
@@ -123,14 +124,9 @@ func TestServerTLSIssued(t *testing.T) {
 // freePorts are n TCP ports on 127.0.0.1 that were free a moment ago.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	ports, err := freeport.Ports(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,6 +36,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/freeport"
 	"github.com/microlet/microlet/internal/prereq"
 )
 
@@ -135,7 +135,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if c.CA, err = NewCA("devcluster-ca"); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freeport.Ports(3)
 	if err != nil {
 		return nil, err
 	}
@@ -290,17 +290,4 @@ func (c *Cluster) Close() error {
 		errs = append(errs, os.RemoveAll(c.Dir))
 	}
 	return errors.Join(errs...)
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -6,13 +6,15 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/microlet/microlet/internal/freeport"
 )
 
 // startControllers runs kube-controller-manager and kube-scheduler as
 // kubeadm configures them, each with a client certificate of its
 // well-known user, and waits until both are healthy.
 func (c *Cluster) startControllers(ctx context.Context, bins binaries, opts Options) error {
-	ports, err := freePorts(2)
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		return err
 	}

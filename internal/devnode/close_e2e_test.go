@@ -17,6 +17,8 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/prometheus/procfs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/internal/freeport"
 )
 
 // leftovers describes what a closed node must not have left behind.
@@ -157,7 +159,7 @@ func TestHostPortAndItsCleanup(t *testing.T) {
 	t.Parallel()
 	n := StartT(t)
 	ctx := testContext(t)
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}

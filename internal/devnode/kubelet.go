@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/microlet/microlet/internal/freeport"
 )
 
 // ErrNoKubelet is wrapped by StartKubelet's error when there is no kubelet
@@ -112,11 +113,11 @@ func StartKubelet(ctx context.Context, node *Node, opts KubeletOptions) (_ *Kube
 	if err := CreateCgroup(k.CgroupRoot); err != nil {
 		return nil, err
 	}
-	healthzPort, err := freePort()
+	healthzPort, err := freeport.Port()
 	if err != nil {
 		return nil, err
 	}
-	serverPort, err := freePort()
+	serverPort, err := freeport.Port()
 	if err != nil {
 		return nil, err
 	}
@@ -371,14 +372,4 @@ func removeSymlinksInto(dir, target string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -22,7 +22,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/microlet/microlet/internal/devcluster"
-	"github.com/microlet/microlet/internal/e2e"
+	"github.com/microlet/microlet/internal/freeport"
 )
 
 // Program is the registry's executable, from Debian's docker-registry.
@@ -78,7 +78,7 @@ func Start(ctx context.Context, parent string, users map[string]string) (_ *Regi
 		}
 		fmt.Fprintf(&htpasswd, "%s:%s\n", user, hash)
 	}
-	port, err := e2e.FreePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/e2e"
+	"github.com/microlet/microlet/internal/freeport"
 )
 
 // envMicroletBin names the directory holding the microlet binary and its
@@ -102,11 +103,11 @@ func runMicrolet(b *testing.B, name, bin string) system {
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	port, err := e2e.FreePort()
+	port, err := freeport.Port()
 	if err != nil {
 		b.Fatal(err)
 	}
-	apiPort, err := e2e.FreePort()
+	apiPort, err := freeport.Port()
 	if err != nil {
 		b.Fatal(err)
 	}

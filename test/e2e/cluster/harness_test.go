@@ -25,7 +25,7 @@ import (
 
 	"github.com/microlet/microlet/internal/devcluster"
 	"github.com/microlet/microlet/internal/devnode"
-	"github.com/microlet/microlet/internal/e2e"
+	"github.com/microlet/microlet/internal/freeport"
 	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
 )
 
@@ -275,7 +275,7 @@ func quote(s string) string {
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	port, err := e2e.FreePort()
+	port, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}

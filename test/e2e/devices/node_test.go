@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/e2e"
+	"github.com/microlet/microlet/internal/freeport"
 )
 
 const (
@@ -75,14 +75,11 @@ func startNodeCgroup(t *testing.T, cgroupConfig, plugins string) *testNode {
 	n.cgroupRoot = devnode.CgroupT(t, "microlet-e2e-devices")
 	n.dev = devnode.StartT(t)
 	n.cri = n.dev.RuntimeClient()
-	for _, addr := range []*string{&n.healthzAddr, &n.readOnlyAddr} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		*addr = l.Addr().String()
-		l.Close()
+	ports, err := freeport.Ports(2)
+	if err != nil {
+		t.Fatal(err)
 	}
+	n.healthzAddr, n.readOnlyAddr = fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	n.writeConfig()
 	t.Cleanup(n.stop)
 	n.startCore()

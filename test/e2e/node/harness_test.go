@@ -13,6 +13,7 @@ import (
 
 	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/e2e"
+	"github.com/microlet/microlet/internal/freeport"
 	"github.com/microlet/microlet/internal/prereq"
 )
 
@@ -119,7 +120,7 @@ func startNode(t *testing.T, opts nodeOptions) *testNode {
 		}
 	}
 	for _, addr := range []*string{&n.healthzAddr, &n.readOnlyAddr} {
-		port, err := e2e.FreePort()
+		port, err := freeport.Port()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/microlet/microlet/internal/devcluster"
+	"github.com/microlet/microlet/internal/freeport"
 	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
 )
 
@@ -257,14 +258,9 @@ func quote(s string) string {
 
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	ports, err := freeport.Ports(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

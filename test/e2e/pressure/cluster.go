@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/microlet/microlet/internal/devcluster"
-	"github.com/microlet/microlet/internal/e2e"
+	"github.com/microlet/microlet/internal/freeport"
 )
 
 // ClusterSettings are the Options.Settings that join a node to c as node
@@ -22,7 +22,7 @@ func ClusterSettings(t testing.TB, c *devcluster.Cluster, name, ip string) map[s
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := e2e.FreePort()
+	port, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}

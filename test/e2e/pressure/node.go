@@ -37,6 +37,7 @@ import (
 
 	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/e2e"
+	"github.com/microlet/microlet/internal/freeport"
 )
 
 const (
@@ -132,7 +133,7 @@ func Start(t testing.TB, opts Options) *Node {
 	}
 	ports := make([]int, 2)
 	for i := range ports {
-		port, err := e2e.FreePort()
+		port, err := freeport.Port()
 		if err != nil {
 			t.Fatal(err)
 		}
