@@ -3,11 +3,11 @@ package admission
 import (
 	"context"
 	"maps"
-	"runtime"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/microlet/microlet/core/cluster/nodestatus"
 	"github.com/microlet/microlet/core/pods/syncloop"
 )
 
@@ -40,15 +40,12 @@ func (a *Admitter) Admit(_ context.Context, pod *v1.Pod, admitted []*v1.Pod) syn
 
 // InitialNode is the Node the node agent would register, as far as the
 // predicates read it (upstream's initialNode): name, the hostname, OS and
-// arch labels, node_labels over them, and the registration taints.
+// arch labels (nodestatus.DefaultLabels, the ones registration gives),
+// node_labels over them, and the registration taints.
 func InitialNode(name string, labels map[string]string, taints []v1.Taint) *v1.Node {
 	node := &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			v1.LabelHostname:   name,
-			v1.LabelOSStable:   runtime.GOOS,
-			v1.LabelArchStable: runtime.GOARCH,
-		}},
-		Spec: v1.NodeSpec{Taints: taints},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: nodestatus.DefaultLabels(name)},
+		Spec:       v1.NodeSpec{Taints: taints},
 	}
 	maps.Copy(node.Labels, labels)
 	return node

@@ -53,6 +53,9 @@ func TestCheck(t *testing.T) {
 		{name: "other node", pod: apiPod(tolerate, func(p *v1.Pod) { p.Spec.NodeName = "node-b" }), reason: "NodeName",
 			msg: "Predicate NodeName failed: node(s) didn't match the requested node name"},
 		{name: "node selector matches", pod: apiPod(tolerate, func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"zone": "z1"} })},
+		{name: "the beta OS label of the initial node matches", pod: apiPod(tolerate, func(p *v1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"beta.kubernetes.io/os": runtime.GOOS}
+		})},
 		{name: "node selector does not match", pod: apiPod(tolerate, func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"zone": "z2"} }),
 			reason: "NodeAffinity", msg: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"},
 		{name: "required affinity does not match", pod: apiPod(tolerate, func(p *v1.Pod) {

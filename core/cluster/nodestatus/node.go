@@ -40,14 +40,8 @@ var defaultLabels = []string{
 func InitialNode(name string, reg Registration, f Facts, now time.Time) (*v1.Node, []Event) {
 	node := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name,
-			Labels: map[string]string{
-				v1.LabelHostname:      f.Hostname,
-				v1.LabelOSStable:      goruntime.GOOS,
-				v1.LabelArchStable:    goruntime.GOARCH,
-				kubeletapis.LabelOS:   goruntime.GOOS,
-				kubeletapis.LabelArch: goruntime.GOARCH,
-			},
+			Name:        name,
+			Labels:      DefaultLabels(f.Hostname),
 			Annotations: map[string]string{controllerManagedAttach: "true"},
 		},
 	}
@@ -57,6 +51,19 @@ func InitialNode(name string, reg Registration, f Facts, now time.Time) (*v1.Nod
 		node.Spec.Taints = append([]v1.Taint(nil), reg.Taints...)
 	}
 	return node, SetStatus(node, f, now)
+}
+
+// DefaultLabels are the labels the kubelet gives its Node whatever
+// node_labels say: the hostname, and the OS and architecture under their
+// stable and beta names.
+func DefaultLabels(hostname string) map[string]string {
+	return map[string]string{
+		v1.LabelHostname:      hostname,
+		v1.LabelOSStable:      goruntime.GOOS,
+		v1.LabelArchStable:    goruntime.GOARCH,
+		kubeletapis.LabelOS:   goruntime.GOOS,
+		kubeletapis.LabelArch: goruntime.GOARCH,
+	}
 }
 
 // ReconcileExisting brings a Node registered before (by an earlier run, or

@@ -201,12 +201,12 @@ func (m *Manager) release() {
 }
 
 // handle acts on PrepareForShutdown until the connection ends or ctx does.
-func (m *Manager) handle(ctx context.Context, l *logind, events <-chan bool) {
+func (m *Manager) handle(ctx context.Context, l *logind, prepare <-chan bool) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case active, ok := <-events:
+		case active, ok := <-prepare:
 			if !ok {
 				m.log.Error("the system bus connection ended; watching for shutdown again")
 				return
@@ -216,7 +216,7 @@ func (m *Manager) handle(ctx context.Context, l *logind, events <-chan bool) {
 				msg = "Shutdown manager detected shutdown event"
 			}
 			m.log.Info(msg)
-			m.opts.NodeEvents.Event(v1.EventTypeNormal, "Shutdown", msg)
+			m.opts.NodeEvents.Event(v1.EventTypeNormal, events.NodeShutdown, msg)
 			m.mu.Lock()
 			m.shuttingDown = active
 			m.mu.Unlock()
