@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"errors"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -35,5 +36,27 @@ func TestWidest(t *testing.T) {
 				t.Errorf("widest = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestResizeWaitsForAFreshPlanUnderTheCPUManager: with the plugin down the
+// pod keeps its last plan, and a resize must wait rather than claim it,
+// also under the static CPU policy, where the plan PlanPod returns is a copy
+// carrying the cpusets.
+func TestResizeWaitsForAFreshPlanUnderTheCPUManager(t *testing.T) {
+	sw := servePlanner(t, map[string]any{"cpu_manager_policy": "static", "reserved_system_cpus": "0"})
+	m, err := New(Options{Plugin: sw, Capacity: testCapacity(), Cgroups: fakeV2Tree(t, "/kubepods", "/kubepods/burstable", "/kubepods/besteffort"),
+		RootDir: t.TempDir(), Runtime: &fakeRuntime{updates: map[string]string{}}, SysFS: fakeSysfs(t, "0-1", 2), Logger: testLogger(t, &logBuffer{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	pod := testPod("be", [2]string{"", ""})
+	if _, err := m.PlanPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	sw.set(down)
+	if _, _, err := m.ResizePod(ctx, pod); !errors.Is(err, errNoFreshPlan) {
+		t.Fatalf("ResizePod with the plugin down = %v; want %v", err, errNoFreshPlan)
 	}
 }
