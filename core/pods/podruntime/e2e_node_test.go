@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -192,6 +194,7 @@ kind: Pod
 metadata: {name: volumes}
 spec:
   terminationGracePeriodSeconds: 2
+  securityContext: {fsGroup: 2000}
   volumes:
   - {name: cache, emptyDir: {}}
   - {name: mem, emptyDir: {medium: Memory, sizeLimit: 16Mi}}
@@ -201,6 +204,7 @@ spec:
   - name: app
     image: IMAGE
     imagePullPolicy: Never
+    env: [{name: SUB, value: expr}]
     command:
     - sh
     - -c
@@ -208,6 +212,7 @@ spec:
       echo cache > /cache/a
       echo host > /host/b
       echo sub > /sub/c
+      echo expr > /expr/d
       grep ' /mem ' /proc/mounts > /cache/mem
       cat /conf > /cache/conf
       if touch /ro/x 2>/dev/null; then echo writable; else echo read-only; fi > /cache/ro
@@ -217,6 +222,7 @@ spec:
     - {name: mem, mountPath: /mem}
     - {name: host, mountPath: /host}
     - {name: host, mountPath: /sub, subPath: nested/dir}
+    - {name: host, mountPath: /expr, subPathExpr: $(SUB)}
     - {name: conf, mountPath: /conf, readOnly: true}
     - {name: host, mountPath: /ro, readOnly: true}
 `)
@@ -229,6 +235,7 @@ spec:
 		filepath.Join(cache, "a"):                    "cache\n",
 		filepath.Join(hostDir, "b"):                  "host\n",
 		filepath.Join(hostDir, "nested", "dir", "c"): "sub\n",
+		filepath.Join(hostDir, "expr", "d"):          "expr\n",
 		filepath.Join(cache, "conf"):                 "answer=42\n",
 	} {
 		if got, err := os.ReadFile(path); err != nil || string(got) != want {
@@ -237,6 +244,17 @@ spec:
 	}
 	if mem, _ := os.ReadFile(filepath.Join(cache, "mem")); !strings.HasPrefix(string(mem), "tmpfs /mem tmpfs ") || !strings.Contains(string(mem), "size=16384k") {
 		t.Errorf("the memory emptyDir is mounted as %q, want a 16 MiB tmpfs", mem)
+	}
+	// fsGroup owns the emptyDirs (setgid, so the container's files too),
+	// never a hostPath, as upstream.
+	for path, wantGID := range map[string]int64{cache: 2000, filepath.Join(cache, "a"): 2000, e.emptyDirPath(pod, "mem"): 2000, hostDir: 0} {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := int64(info.Sys().(*syscall.Stat_t).Gid); got != wantGID || info.IsDir() && wantGID != 0 && info.Mode()&os.ModeSetgid == 0 {
+			t.Errorf("%s: group %d mode %v, want group %d (setgid on an fsGroup's directory)", path, got, info.Mode(), wantGID)
+		}
 	}
 
 	// Killed and cleaned up, the pod leaves no mount and no directory.
@@ -416,5 +434,70 @@ spec:
 	}
 	if s.Sandboxes[0].State != container.SandboxNotReady {
 		t.Errorf("orphan's sandbox %s after KillPod", s.Sandboxes[0].State)
+	}
+}
+
+// TestE2EMountPropagation: a hostPath mounted with HostToContainer sees a
+// mount the host makes under it after the container started. The host path
+// is made a shared mount first, as the kubelet requires of such paths (this
+// machine's root mount is private).
+func TestE2EMountPropagation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := testContext(t)
+	shared := filepath.Join(t.TempDir(), "shared")
+	inner := filepath.Join(shared, "inner")
+	if err := os.MkdirAll(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(shared, shared, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind-mounting %s on itself: %v", shared, err)
+	}
+	t.Cleanup(func() {
+		for _, dir := range []string{inner, shared} {
+			if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+				t.Errorf("unmounting %s: %v", dir, err)
+			}
+		}
+	})
+	if err := unix.Mount("", shared, "", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		t.Fatalf("making %s shared: %v", shared, err)
+	}
+	pod := e.pod(`
+apiVersion: v1
+kind: Pod
+metadata: {name: propagation}
+spec:
+  terminationGracePeriodSeconds: 2
+  volumes:
+  - {name: cache, emptyDir: {}}
+  - {name: shared, hostPath: {path: ` + shared + `, type: Directory}}
+  containers:
+  - name: app
+    image: IMAGE
+    imagePullPolicy: Never
+    command:
+    - sh
+    - -c
+    - |
+      until grep -q ' /shared/inner ' /proc/mounts; do sleep 0.2; done
+      echo seen > /cache/seen
+      exec sleep 3600
+    volumeMounts:
+    - {name: cache, mountPath: /cache}
+    - {name: shared, mountPath: /shared, mountPropagation: HostToContainer}
+`)
+	e.syncUntil(ctx, pod, nil, "the container running", running("app"))
+	if err := unix.Mount("tmpfs", inner, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mounting a tmpfs on %s: %v", inner, err)
+	}
+	if got := waitForFile(t, filepath.Join(e.emptyDirPath(pod, "cache"), "seen")); got != "seen\n" {
+		t.Errorf("the container wrote %q", got)
+	}
+	if err := e.m.KillPod(ctx, pod, e.runtimePod(ctx, pod), nil); err != nil {
+		t.Fatalf("KillPod: %v", err)
+	}
+	if err := e.m.CleanupPod(ctx, pod.UID); err != nil {
+		t.Fatalf("CleanupPod: %v", err)
 	}
 }

@@ -2,6 +2,8 @@ package podruntime
 
 import (
 	"os"
+	"path/filepath"
+	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -11,6 +13,8 @@ import (
 // or group owns (the projected plugin).
 const (
 	fsGroupReadMask  os.FileMode = 0o440
+	fsGroupRWMask    os.FileMode = 0o660
+	fsGroupExecMask  os.FileMode = 0o110
 	ownedTokenMode   os.FileMode = 0o600
 	noOwnershipValue             = -1
 )
@@ -99,4 +103,49 @@ func chownFile(path string, f fileProjection) error {
 		gid = int(*f.GID)
 	}
 	return os.Lchown(path, uid, gid)
+}
+
+// setVolumeOwnership gives every file under dir to group fsGroup with group
+// read and write, directories also group search and setgid so that new
+// files inherit the group, as upstream's SetVolumeOwnership on a writable
+// volume; symbolic links are chowned, not followed. Upstream does it once,
+// when it sets an emptyDir up; here it is done whenever the volume's root
+// is not so owned (upstream's OnRootMismatch test), which is once, and again
+// only after a failure or a hand-made change, and costs a stat per sync.
+func setVolumeOwnership(dir string, fsGroup int64) error {
+	if !ownershipMismatch(dir, fsGroup) {
+		return nil
+	}
+	return filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(path, -1, int(fsGroup)); err != nil {
+			return err
+		}
+		if info.Mode()&os.ModeSymlink != 0 {
+			return nil
+		}
+		mask := fsGroupRWMask
+		if info.IsDir() {
+			mask |= os.ModeSetgid | fsGroupExecMask
+		}
+		return os.Chmod(path, info.Mode()|mask)
+	})
+}
+
+// ownershipMismatch is upstream's requiresPermissionChange for a writable
+// volume: the root's group is not fsGroup, or it lacks setgid or group read,
+// write and search. An unreadable root counts as a mismatch.
+func ownershipMismatch(dir string, fsGroup int64) bool {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return true
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok || int64(st.Gid) != fsGroup {
+		return true
+	}
+	want := fsGroupRWMask | fsGroupExecMask
+	return info.Mode()&os.ModeSetgid == 0 || info.Mode()&want != want
 }

@@ -159,43 +159,58 @@ func (v *volumeManager) setUp(pod *v1.Pod, vol *v1.Volume) (string, bool, error)
 }
 
 // setUpEmptyDir makes the volume's directory, and mounts a tmpfs on it for
-// medium Memory, once.
+// medium Memory, once; with the pod's fsGroup, the volume is given to it.
 func (v *volumeManager) setUpEmptyDir(pod *v1.Pod, vol *v1.Volume) (string, error) {
 	dir := v.emptyDirPath(pod.UID, vol.Name)
 	if err := os.MkdirAll(dir, emptyDirPerm); err != nil {
 		return "", err
 	}
-	// MkdirAll's mode is subject to the umask.
-	if err := os.Chmod(dir, emptyDirPerm); err != nil {
+	// MkdirAll's mode is subject to the umask. Only the permission bits are
+	// set, as upstream's setupDir: the setgid bit of fsGroup ownership stays.
+	info, err := os.Lstat(dir)
+	if err != nil {
 		return "", err
+	}
+	if info.Mode().Perm() != emptyDirPerm {
+		if err := os.Chmod(dir, info.Mode()&^os.ModePerm|emptyDirPerm); err != nil {
+			return "", err
+		}
 	}
 	switch vol.EmptyDir.Medium {
 	case v1.StorageMediumDefault:
-		return dir, nil
 	case v1.StorageMediumMemory:
-		return dir, v.mountTmpfsOnce(dir, emptyDirMemorySize(pod, vol.EmptyDir.SizeLimit, v.allocatable()))
+		if _, err := v.mountTmpfsOnce(dir, emptyDirMemorySize(pod, vol.EmptyDir.SizeLimit, v.allocatable())); err != nil {
+			return "", err
+		}
+	default:
+		return "", fmt.Errorf("emptyDir medium %q is not supported; want \"\" or %q", vol.EmptyDir.Medium, v1.StorageMediumMemory)
 	}
-	return "", fmt.Errorf("emptyDir medium %q is not supported; want \"\" or %q", vol.EmptyDir.Medium, v1.StorageMediumMemory)
+	if psc := pod.Spec.SecurityContext; psc != nil && psc.FSGroup != nil {
+		if err := setVolumeOwnership(dir, *psc.FSGroup); err != nil {
+			return "", fmt.Errorf("giving the volume to fsGroup %d: %w", *psc.FSGroup, err)
+		}
+	}
+	return dir, nil
 }
 
 // mountTmpfsOnce mounts a tmpfs of size bytes (0: the kernel's default) on
-// dir unless one is there.
-func (v *volumeManager) mountTmpfsOnce(dir string, size int64) error {
+// dir unless one is there, and says whether it mounted one.
+func (v *volumeManager) mountTmpfsOnce(dir string, size int64) (bool, error) {
 	points, err := v.mountPoints()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if slices.Contains(points, dir) {
-		return nil
+		return false, nil
 	}
 	var options string
 	if size > 0 {
 		options = "size=" + strconv.FormatInt(size, 10)
 	}
 	if err := v.mount("tmpfs", dir, "tmpfs", 0, options); err != nil {
-		return fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
+		return false, fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
 	}
-	return nil
+	return true, nil
 }
 
 // emptyDirMemorySize is the size of a memory-backed emptyDir, as upstream's
