@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	topo "github.com/microlet/microlet/plugins/cgroup/topology"
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 	"github.com/microlet/microlet/sdk/nodefacts"
@@ -157,53 +158,157 @@ func (p *Policy) reservedCPUs(t topology) (cpuSet, error) {
 	return set, nil
 }
 
-// Allocate answers AllocateCPUs.
-func (p *Policy) Allocate(req *cgroupv1.AllocateCPUsRequest) (*cgroupv1.AllocateCPUsResponse, error) {
-	resp := &cgroupv1.AllocateCPUsResponse{PolicyName: p.Name, Admit: true}
+// Allocator is the CPU manager for one admission: the node's CPUs, what
+// is free, and what the pod's containers got. It is the topology
+// manager's CPU hint provider.
+type Allocator struct {
+	p        *Policy
+	t        topology
+	pod      *typesv1.Pod
+	reserved cpuSet
+	free     cpuSet
+	// numa is each CPU's NUMA node.
+	numa map[int]int
+	// Assignments are what the pod's containers got so far.
+	Assignments []*cgroupv1.CPUAssignment
+}
+
+// NewAllocator starts an admission of req's pod.
+func (p *Policy) NewAllocator(req *cgroupv1.AllocateCPUsRequest) (*Allocator, error) {
+	a := &Allocator{p: p, pod: req.GetPod(), numa: map[int]int{}}
 	if p.Name == PolicyNone {
-		return resp, nil
+		return a, nil
 	}
-	t := newTopology(req.GetCpus())
-	reserved, err := p.reservedCPUs(t)
+	a.t = newTopology(req.GetCpus())
+	for _, c := range req.GetCpus() {
+		a.numa[int(c.GetId())] = int(c.GetNumaNode())
+	}
+	reserved, err := p.reservedCPUs(a.t)
 	if err != nil {
 		return nil, err
 	}
-	resp.ReservedCpus = reserved.String()
-	if p.StrictReservation {
-		resp.StrictReservedCpus = resp.ReservedCpus
-	}
 	var taken cpuSet
-	for _, a := range req.GetAssigned() {
-		set, err := parseCPUs(a.GetCpusetCpus())
+	for _, as := range req.GetAssigned() {
+		set, err := parseCPUs(as.GetCpusetCpus())
 		if err != nil {
-			return nil, fmt.Errorf("assigned CPUs of %s/%s: %w", a.GetPodUid(), a.GetContainerName(), err)
+			return nil, fmt.Errorf("assigned CPUs of %s/%s: %w", as.GetPodUid(), as.GetContainerName(), err)
 		}
 		taken = taken.union(set)
 	}
-	free := t.all.difference(reserved).difference(taken)
-	pod := req.GetPod()
-	for _, c := range exclusiveContainers(pod) {
-		n := int(requestsOf(c).GetCpuMillis() / 1000)
-		reject := func(reason, format string, args ...any) (*cgroupv1.AllocateCPUsResponse, error) {
-			return &cgroupv1.AllocateCPUsResponse{PolicyName: p.Name, Reason: reason, Message: fmt.Sprintf(format, args...)}, nil
-		}
-		var set cpuSet
-		var ok bool
-		if p.FullPCPUsOnly {
-			per := t.threadsPerCore()
-			if n%per != 0 {
-				return reject(ReasonSMTAlignmentError, "SMT Alignment Error: requested %d cpus not multiple cpus per core = %d", n, per)
-			}
-			if set, ok = takeWholeCores(t, free, n); !ok {
-				return reject(ReasonSMTAlignmentError, "SMT Alignment Error: not enough free physical CPUs: available physical CPUs = %d, requested CPUs = %d, CPUs per core = %d", len(wholeCores(t, free))*per, n, per)
-			}
-		} else if set, ok = take(t, free, n); !ok {
-			return reject(ReasonUnexpectedAdmissionError, "Allocate failed due to not enough cpus available to satisfy request: requested=%d, available=%d, which is unexpected", n, len(free))
-		}
-		free = free.difference(set)
-		resp.Assignments = append(resp.Assignments, &cgroupv1.CPUAssignment{PodUid: pod.GetUid(), ContainerName: c.GetName(), CpusetCpus: set.String()})
+	a.reserved, a.free = reserved, a.t.all.difference(reserved).difference(taken)
+	return a, nil
+}
+
+// Reserved is what no container gets for itself, and what leaves the
+// shared pool too (strict-cpu-reservation), in list form.
+func (a *Allocator) Reserved() (reserved, strict string) {
+	if a.p.StrictReservation {
+		return a.reserved.String(), a.reserved.String()
 	}
-	return resp, nil
+	return a.reserved.String(), ""
+}
+
+// wants is how many CPUs c gets for itself: its integer CPU request if
+// it is one of the exclusive containers, else 0.
+func (a *Allocator) wants(c *typesv1.Container) int {
+	if a.p.Name == PolicyNone || !slices.Contains(exclusiveContainers(a.pod), c) {
+		return 0
+	}
+	return int(requestsOf(c).GetCpuMillis() / 1000)
+}
+
+// hints are the NUMA placements of n of the free CPUs (upstream
+// generateCPUTopologyHints).
+func (a *Allocator) hints(n int) topo.Hints {
+	nodeSet := map[int]bool{}
+	var nodes []int
+	var all, free [][]int
+	for _, id := range a.t.all {
+		if !nodeSet[a.numa[id]] {
+			nodeSet[a.numa[id]] = true
+			nodes = append(nodes, a.numa[id])
+		}
+		all = append(all, []int{a.numa[id]})
+	}
+	for _, id := range a.free {
+		free = append(free, []int{a.numa[id]})
+	}
+	slices.Sort(nodes)
+	return topo.Hints{"cpu": topo.GenerateHints(nodes, all, free, nil, n)}
+}
+
+// ContainerHints are the CPU hints of one container (upstream
+// GetTopologyHints); nil when it gets no CPUs for itself.
+func (a *Allocator) ContainerHints(c *typesv1.Container) topo.Hints {
+	n := a.wants(c)
+	if n == 0 {
+		return nil
+	}
+	return a.hints(n)
+}
+
+// PodHints are the CPU hints of the whole pod (upstream
+// GetPodTopologyHints): the most CPUs it holds at once, its init
+// containers running one after another.
+func (a *Allocator) PodHints() topo.Hints {
+	byInit, byRestartable, byApp := 0, 0, 0
+	for _, c := range a.pod.GetInitContainers() {
+		n := a.wants(c)
+		if c.GetRestartable() {
+			byRestartable += n
+		} else {
+			byInit = max(byInit, byRestartable+n)
+		}
+	}
+	for _, c := range a.pod.GetContainers() {
+		byApp += a.wants(c)
+	}
+	n := max(byInit, byApp+byRestartable)
+	if n == 0 {
+		return nil
+	}
+	return a.hints(n)
+}
+
+// Allocate gives c its CPUs, those on the hint's NUMA nodes first (upstream
+// allocateCPUs with its NUMA affinity).
+func (a *Allocator) Allocate(c *typesv1.Container, hint topo.Hint) error {
+	n := a.wants(c)
+	if n == 0 {
+		return nil
+	}
+	reject := func(reason, format string, args ...any) error {
+		return &topo.AdmitError{Reason: reason, Message: fmt.Sprintf(format, args...)}
+	}
+	free := a.free
+	if hint.Affinity != 0 {
+		var aligned cpuSet
+		for _, id := range a.free {
+			if hint.Affinity.Has(a.numa[id]) {
+				aligned = append(aligned, id)
+			}
+		}
+		if len(aligned) >= n {
+			free = aligned
+		}
+	}
+	var set cpuSet
+	var ok bool
+	t := a.t
+	if a.p.FullPCPUsOnly {
+		per := t.threadsPerCore()
+		if n%per != 0 {
+			return reject(ReasonSMTAlignmentError, "SMT Alignment Error: requested %d cpus not multiple cpus per core = %d", n, per)
+		}
+		if set, ok = takeWholeCores(t, free, n); !ok {
+			return reject(ReasonSMTAlignmentError, "SMT Alignment Error: not enough free physical CPUs: available physical CPUs = %d, requested CPUs = %d, CPUs per core = %d", len(wholeCores(t, free))*per, n, per)
+		}
+	} else if set, ok = take(t, free, n); !ok {
+		return reject(ReasonUnexpectedAdmissionError, "Allocate failed due to not enough cpus available to satisfy request: requested=%d, available=%d, which is unexpected", n, len(a.free))
+	}
+	a.free = a.free.difference(set)
+	a.Assignments = append(a.Assignments, &cgroupv1.CPUAssignment{PodUid: a.pod.GetUid(), ContainerName: c.GetName(), CpusetCpus: set.String()})
+	return nil
 }
 
 // exclusiveContainers are the containers of a Guaranteed pod with an

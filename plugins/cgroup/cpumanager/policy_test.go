@@ -1,8 +1,10 @@
 package cpumanager
 
 import (
+	"errors"
 	"testing"
 
+	topo "github.com/microlet/microlet/plugins/cgroup/topology"
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
@@ -78,21 +80,25 @@ func TestAllocate(t *testing.T) {
 			for key, set := range tc.assigned {
 				req.Assigned = append(req.Assigned, &cgroupv1.CPUAssignment{PodUid: key, ContainerName: "a", CpusetCpus: set})
 			}
-			resp, err := tc.policy.Allocate(req)
+			a, err := tc.policy.NewAllocator(req)
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The CPU manager alone: the topology manager's none policy.
+			none := &topo.Policy{Name: topo.PolicyNone, Scope: topo.ScopeContainer}
+			err = none.Admit(tc.pod, []int{0}, []topo.Provider{a})
+			var refused *topo.AdmitError
 			if tc.reason != "" {
-				if resp.GetAdmit() || resp.GetReason() != tc.reason || resp.GetMessage() == "" {
-					t.Fatalf("got admit=%v reason=%q message=%q, want a rejection %q", resp.GetAdmit(), resp.GetReason(), resp.GetMessage(), tc.reason)
+				if !errors.As(err, &refused) || refused.Reason != tc.reason || refused.Message == "" {
+					t.Fatalf("got %v, want a rejection %q", err, tc.reason)
 				}
 				return
 			}
-			if !resp.GetAdmit() {
-				t.Fatalf("rejected: %s: %s", resp.GetReason(), resp.GetMessage())
+			if err != nil {
+				t.Fatalf("rejected: %v", err)
 			}
 			got := map[string]string{}
-			for _, a := range resp.GetAssignments() {
+			for _, a := range a.Assignments {
 				got[a.GetContainerName()] = a.GetCpusetCpus()
 			}
 			if len(got) != len(tc.want) {
@@ -103,8 +109,8 @@ func TestAllocate(t *testing.T) {
 					t.Fatalf("assignments %v, want %v", got, tc.want)
 				}
 			}
-			if resp.GetStrictReservedCpus() != tc.strict {
-				t.Fatalf("strict reserved %q, want %q", resp.GetStrictReservedCpus(), tc.strict)
+			if _, strict := a.Reserved(); strict != tc.strict {
+				t.Fatalf("strict reserved %q, want %q", strict, tc.strict)
 			}
 		})
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/microlet/microlet/plugins/cgroup/cpumanager"
+	"github.com/microlet/microlet/plugins/cgroup/memorymanager"
+	"github.com/microlet/microlet/plugins/cgroup/topology"
 	"github.com/microlet/microlet/sdk"
 )
 
@@ -52,6 +54,25 @@ type Config struct {
 	// ReservedSystemCPUs (reservedSystemCPUs): CPUs no container gets for
 	// itself, in Linux list form ("0", "0-1").
 	ReservedSystemCPUs string `json:"reserved_system_cpus"`
+	// MemoryManagerPolicy (memoryManagerPolicy): "None" or "Static"
+	// (Guaranteed pods' memory pinned to NUMA nodes).
+	MemoryManagerPolicy string `json:"memory_manager_policy"`
+	// ReservedMemory (reservedMemory): what the system keeps of each NUMA
+	// node's memory and hugepages; under Static, per type it adds up to
+	// kube_reserved + system_reserved + the eviction hard threshold.
+	ReservedMemory []MemoryReservation `json:"reserved_memory"`
+	// TopologyManagerPolicy (topologyManagerPolicy): "none",
+	// "best-effort", "restricted" or "single-numa-node".
+	TopologyManagerPolicy string `json:"topology_manager_policy"`
+	// TopologyManagerScope (topologyManagerScope): "container" or "pod".
+	TopologyManagerScope string `json:"topology_manager_scope"`
+}
+
+// MemoryReservation is one reserved_memory entry (upstream
+// MemoryReservation).
+type MemoryReservation struct {
+	NUMANode int                     `json:"numa_node"`
+	Limits   map[string]sdk.Quantity `json:"limits"`
 }
 
 // SetDefaults applies the kubelet's defaults; the SDK calls it before decoding.
@@ -63,6 +84,9 @@ func (c *Config) SetDefaults() {
 		CPUCFSQuotaPeriod:      sdk.Duration{Duration: 100 * time.Millisecond},
 		PodPidsLimit:           -1,
 		CPUManagerPolicy:       cpumanager.PolicyNone,
+		MemoryManagerPolicy:    memorymanager.PolicyNone,
+		TopologyManagerPolicy:  topology.PolicyNone,
+		TopologyManagerScope:   topology.ScopeContainer,
 	}
 }
 
@@ -117,6 +141,12 @@ func (c *Config) Validate() error {
 	if _, err := c.CPUPolicy(); err != nil {
 		fail("cpu_manager_policy", "%v", err)
 	}
+	if _, err := c.MemoryPolicy(); err != nil {
+		fail("memory_manager_policy", "%v", err)
+	}
+	if _, err := topology.NewPolicy(c.TopologyManagerPolicy, c.TopologyManagerScope); err != nil {
+		fail("topology_manager_policy", "%v", err)
+	}
 	if len(errs) > 0 {
 		return errs
 	}
@@ -126,6 +156,36 @@ func (c *Config) Validate() error {
 // CPUPolicy is the CPU manager the config asks for.
 func (c *Config) CPUPolicy() (*cpumanager.Policy, error) {
 	return cpumanager.NewPolicy(c.CPUManagerPolicy, c.CPUManagerPolicyOptions, c.ReservedSystemCPUs, c.reserved()[resourceCPU])
+}
+
+// MemoryPolicy is the memory manager the config asks for.
+func (c *Config) MemoryPolicy() (*memorymanager.Policy, error) {
+	var reserved []memorymanager.Reservation
+	for _, r := range c.ReservedMemory {
+		limits := map[string]int64{}
+		for t, q := range r.Limits {
+			limits[t] = q.Value()
+		}
+		reserved = append(reserved, memorymanager.Reservation{NUMANode: r.NUMANode, Limits: limits})
+	}
+	return memorymanager.NewPolicy(c.MemoryManagerPolicy, reserved)
+}
+
+// Managers are the resource managers the config asks for.
+func (c *Config) Managers() (*Managers, error) {
+	cpu, err := c.CPUPolicy()
+	if err != nil {
+		return nil, fmt.Errorf("cpu_manager_policy: %w", err)
+	}
+	mem, err := c.MemoryPolicy()
+	if err != nil {
+		return nil, fmt.Errorf("memory_manager_policy: %w", err)
+	}
+	top, err := topology.NewPolicy(c.TopologyManagerPolicy, c.TopologyManagerScope)
+	if err != nil {
+		return nil, fmt.Errorf("topology_manager_policy: %w", err)
+	}
+	return &Managers{CPU: cpu, Memory: mem, Topology: top}, nil
 }
 
 // enforcesPods says whether kubepods is limited to capacity minus the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/microlet/microlet/plugins/cgroup/cpumanager"
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 	"github.com/microlet/microlet/sdk"
 )
@@ -12,22 +11,23 @@ import (
 // Plugin serves the planner through the SDK. It implements
 // sdk.Plugin[Config], sdk.CgroupPlanner and sdk.CgroupAdmitter.
 type Plugin struct {
-	cfg atomic.Pointer[Config]
-	cpu atomic.Pointer[cpumanager.Policy]
+	cfg      atomic.Pointer[Config]
+	managers atomic.Pointer[Managers]
 }
 
 // Configure keeps the decoded and validated config.
 func (p *Plugin) Configure(_ context.Context, cfg *Config, _ *sdk.Host) error {
-	cpu, err := cfg.CPUPolicy()
+	managers, err := cfg.Managers()
 	if err != nil {
-		return sdk.Invalid("cpu_manager_policy: %v", err)
+		return sdk.Invalid("%v", err)
 	}
-	p.cpu.Store(cpu)
+	p.managers.Store(managers)
 	p.cfg.Store(cfg)
 	sdk.Log().Info("cgroup planner configured", "cgroups_per_qos", cfg.CgroupsPerQOS,
 		"enforce_node_allocatable", cfg.EnforceNodeAllocatable, "cpu_cfs_quota", cfg.CPUCFSQuota,
 		"cpu_cfs_quota_period", cfg.CPUCFSQuotaPeriod.String(), "pod_pids_limit", cfg.PodPidsLimit,
-		"cpu_manager_policy", cpu.Describe())
+		"cpu_manager_policy", managers.CPU.Describe(), "memory_manager_policy", managers.Memory.Describe(),
+		"topology_manager_policy", managers.Topology.Name, "topology_manager_scope", managers.Topology.Scope)
 	return nil
 }
 
@@ -65,10 +65,10 @@ func (p *Plugin) config() (*Config, error) {
 	return cfg, nil
 }
 
-// AllocateCPUs is the CPU manager's decision for a new pod.
+// AllocateCPUs is the resource managers' decision for a new pod.
 func (p *Plugin) AllocateCPUs(_ context.Context, req *cgroupv1.AllocateCPUsRequest) (*cgroupv1.AllocateCPUsResponse, error) {
 	if _, err := p.config(); err != nil {
 		return nil, err
 	}
-	return p.cpu.Load().Allocate(req)
+	return p.managers.Load().Allocate(req)
 }

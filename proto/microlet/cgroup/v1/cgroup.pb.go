@@ -749,7 +749,14 @@ type AllocateCPUsRequest struct {
 	// The node's online CPUs.
 	Cpus []*CPUInfo `protobuf:"bytes,3,rep,name=cpus,proto3" json:"cpus,omitempty"`
 	// The exclusive CPUs of other pods' containers.
-	Assigned      []*CPUAssignment `protobuf:"bytes,4,rep,name=assigned,proto3" json:"assigned,omitempty"`
+	Assigned []*CPUAssignment `protobuf:"bytes,4,rep,name=assigned,proto3" json:"assigned,omitempty"`
+	// The node's NUMA nodes and their memory.
+	NumaNodes []*NUMANode `protobuf:"bytes,5,rep,name=numa_nodes,json=numaNodes,proto3" json:"numa_nodes,omitempty"`
+	// The memory other pods' containers hold.
+	MemoryAssigned []*MemoryAssignment `protobuf:"bytes,6,rep,name=memory_assigned,json=memoryAssigned,proto3" json:"memory_assigned,omitempty"`
+	// The devices of every extended resource the pod asks for, for the
+	// devices' NUMA hints.
+	Devices       []*ResourceDevices `protobuf:"bytes,7,rep,name=devices,proto3" json:"devices,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -812,6 +819,445 @@ func (x *AllocateCPUsRequest) GetAssigned() []*CPUAssignment {
 	return nil
 }
 
+func (x *AllocateCPUsRequest) GetNumaNodes() []*NUMANode {
+	if x != nil {
+		return x.NumaNodes
+	}
+	return nil
+}
+
+func (x *AllocateCPUsRequest) GetMemoryAssigned() []*MemoryAssignment {
+	if x != nil {
+		return x.MemoryAssigned
+	}
+	return nil
+}
+
+func (x *AllocateCPUsRequest) GetDevices() []*ResourceDevices {
+	if x != nil {
+		return x.Devices
+	}
+	return nil
+}
+
+// NUMANode is one NUMA node's memory (sysfs node<N>/meminfo and hugepages).
+type NUMANode struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	MemoryBytes uint64                 `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	// Hugepages of every size the node has, as "hugepages-2Mi" -> bytes
+	// (number of pages times page size); sizes without pages are listed at 0.
+	HugepagesBytes map[string]uint64 `protobuf:"bytes,3,rep,name=hugepages_bytes,json=hugepagesBytes,proto3" json:"hugepages_bytes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *NUMANode) Reset() {
+	*x = NUMANode{}
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NUMANode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NUMANode) ProtoMessage() {}
+
+func (x *NUMANode) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NUMANode.ProtoReflect.Descriptor instead.
+func (*NUMANode) Descriptor() ([]byte, []int) {
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *NUMANode) GetId() int32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *NUMANode) GetMemoryBytes() uint64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *NUMANode) GetHugepagesBytes() map[string]uint64 {
+	if x != nil {
+		return x.HugepagesBytes
+	}
+	return nil
+}
+
+// MemoryBlock is memory of one type on a group of NUMA nodes (the
+// kubelet's memory manager state Block).
+type MemoryBlock struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	NumaAffinity []int32                `protobuf:"varint,1,rep,packed,name=numa_affinity,json=numaAffinity,proto3" json:"numa_affinity,omitempty"`
+	// "memory" or "hugepages-<size>".
+	Type          string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Size          uint64 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemoryBlock) Reset() {
+	*x = MemoryBlock{}
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemoryBlock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemoryBlock) ProtoMessage() {}
+
+func (x *MemoryBlock) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemoryBlock.ProtoReflect.Descriptor instead.
+func (*MemoryBlock) Descriptor() ([]byte, []int) {
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *MemoryBlock) GetNumaAffinity() []int32 {
+	if x != nil {
+		return x.NumaAffinity
+	}
+	return nil
+}
+
+func (x *MemoryBlock) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *MemoryBlock) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+// MemoryAssignment is the memory of one container.
+type MemoryAssignment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PodUid        string                 `protobuf:"bytes,1,opt,name=pod_uid,json=podUid,proto3" json:"pod_uid,omitempty"`
+	ContainerName string                 `protobuf:"bytes,2,opt,name=container_name,json=containerName,proto3" json:"container_name,omitempty"`
+	Blocks        []*MemoryBlock         `protobuf:"bytes,3,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemoryAssignment) Reset() {
+	*x = MemoryAssignment{}
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemoryAssignment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemoryAssignment) ProtoMessage() {}
+
+func (x *MemoryAssignment) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemoryAssignment.ProtoReflect.Descriptor instead.
+func (*MemoryAssignment) Descriptor() ([]byte, []int) {
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *MemoryAssignment) GetPodUid() string {
+	if x != nil {
+		return x.PodUid
+	}
+	return ""
+}
+
+func (x *MemoryAssignment) GetContainerName() string {
+	if x != nil {
+		return x.ContainerName
+	}
+	return ""
+}
+
+func (x *MemoryAssignment) GetBlocks() []*MemoryBlock {
+	if x != nil {
+		return x.Blocks
+	}
+	return nil
+}
+
+// MemoryTable is what the memory manager may hand out of one memory type
+// on one NUMA node, before any assignment.
+type MemoryTable struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Total          uint64                 `protobuf:"varint,1,opt,name=total,proto3" json:"total,omitempty"`
+	SystemReserved uint64                 `protobuf:"varint,2,opt,name=system_reserved,json=systemReserved,proto3" json:"system_reserved,omitempty"`
+	Allocatable    uint64                 `protobuf:"varint,3,opt,name=allocatable,proto3" json:"allocatable,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MemoryTable) Reset() {
+	*x = MemoryTable{}
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemoryTable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemoryTable) ProtoMessage() {}
+
+func (x *MemoryTable) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemoryTable.ProtoReflect.Descriptor instead.
+func (*MemoryTable) Descriptor() ([]byte, []int) {
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *MemoryTable) GetTotal() uint64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *MemoryTable) GetSystemReserved() uint64 {
+	if x != nil {
+		return x.SystemReserved
+	}
+	return 0
+}
+
+func (x *MemoryTable) GetAllocatable() uint64 {
+	if x != nil {
+		return x.Allocatable
+	}
+	return 0
+}
+
+// NUMANodeMemory is one NUMA node's memory tables by type.
+type NUMANodeMemory struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Id            int32                   `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Memory        map[string]*MemoryTable `protobuf:"bytes,2,rep,name=memory,proto3" json:"memory,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NUMANodeMemory) Reset() {
+	*x = NUMANodeMemory{}
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NUMANodeMemory) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NUMANodeMemory) ProtoMessage() {}
+
+func (x *NUMANodeMemory) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NUMANodeMemory.ProtoReflect.Descriptor instead.
+func (*NUMANodeMemory) Descriptor() ([]byte, []int) {
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *NUMANodeMemory) GetId() int32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *NUMANodeMemory) GetMemory() map[string]*MemoryTable {
+	if x != nil {
+		return x.Memory
+	}
+	return nil
+}
+
+// ResourceDevices are the devices of one extended resource.
+type ResourceDevices struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resource      string                 `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	Devices       []*DeviceNUMA          `protobuf:"bytes,2,rep,name=devices,proto3" json:"devices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceDevices) Reset() {
+	*x = ResourceDevices{}
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceDevices) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceDevices) ProtoMessage() {}
+
+func (x *ResourceDevices) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceDevices.ProtoReflect.Descriptor instead.
+func (*ResourceDevices) Descriptor() ([]byte, []int) {
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ResourceDevices) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *ResourceDevices) GetDevices() []*DeviceNUMA {
+	if x != nil {
+		return x.Devices
+	}
+	return nil
+}
+
+// DeviceNUMA is one device, where it sits and who holds it.
+type DeviceNUMA struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Empty: the device reports no topology.
+	NumaNodes []int64 `protobuf:"varint,2,rep,packed,name=numa_nodes,json=numaNodes,proto3" json:"numa_nodes,omitempty"`
+	// Healthy and held by no pod.
+	Free          bool `protobuf:"varint,3,opt,name=free,proto3" json:"free,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceNUMA) Reset() {
+	*x = DeviceNUMA{}
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceNUMA) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceNUMA) ProtoMessage() {}
+
+func (x *DeviceNUMA) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceNUMA.ProtoReflect.Descriptor instead.
+func (*DeviceNUMA) Descriptor() ([]byte, []int) {
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *DeviceNUMA) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DeviceNUMA) GetNumaNodes() []int64 {
+	if x != nil {
+		return x.NumaNodes
+	}
+	return nil
+}
+
+func (x *DeviceNUMA) GetFree() bool {
+	if x != nil {
+		return x.Free
+	}
+	return false
+}
+
 type AllocateCPUsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The kubelet's policy name as in its state file: "none" or "static".
@@ -827,13 +1273,21 @@ type AllocateCPUsResponse struct {
 	ReservedCpus string `protobuf:"bytes,6,opt,name=reserved_cpus,json=reservedCpus,proto3" json:"reserved_cpus,omitempty"`
 	// CPUs kept out of the shared pool too (strict-cpu-reservation).
 	StrictReservedCpus string `protobuf:"bytes,7,opt,name=strict_reserved_cpus,json=strictReservedCpus,proto3" json:"strict_reserved_cpus,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The memory manager's policy name as in its state file: "None" or
+	// "Static".
+	MemoryPolicyName string `protobuf:"bytes,8,opt,name=memory_policy_name,json=memoryPolicyName,proto3" json:"memory_policy_name,omitempty"`
+	// What the memory manager may hand out on each NUMA node (its state
+	// file's machineState before assignments); empty under "None".
+	MemoryTables []*NUMANodeMemory `protobuf:"bytes,9,rep,name=memory_tables,json=memoryTables,proto3" json:"memory_tables,omitempty"`
+	// This pod's containers that get memory on chosen NUMA nodes.
+	MemoryAssignments []*MemoryAssignment `protobuf:"bytes,10,rep,name=memory_assignments,json=memoryAssignments,proto3" json:"memory_assignments,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *AllocateCPUsResponse) Reset() {
 	*x = AllocateCPUsResponse{}
-	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[12]
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +1299,7 @@ func (x *AllocateCPUsResponse) String() string {
 func (*AllocateCPUsResponse) ProtoMessage() {}
 
 func (x *AllocateCPUsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[12]
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +1312,7 @@ func (x *AllocateCPUsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateCPUsResponse.ProtoReflect.Descriptor instead.
 func (*AllocateCPUsResponse) Descriptor() ([]byte, []int) {
-	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{12}
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *AllocateCPUsResponse) GetPolicyName() string {
@@ -908,6 +1362,27 @@ func (x *AllocateCPUsResponse) GetStrictReservedCpus() string {
 		return x.StrictReservedCpus
 	}
 	return ""
+}
+
+func (x *AllocateCPUsResponse) GetMemoryPolicyName() string {
+	if x != nil {
+		return x.MemoryPolicyName
+	}
+	return ""
+}
+
+func (x *AllocateCPUsResponse) GetMemoryTables() []*NUMANodeMemory {
+	if x != nil {
+		return x.MemoryTables
+	}
+	return nil
+}
+
+func (x *AllocateCPUsResponse) GetMemoryAssignments() []*MemoryAssignment {
+	if x != nil {
+		return x.MemoryAssignments
+	}
+	return nil
 }
 
 var File_microlet_cgroup_v1_cgroup_proto protoreflect.FileDescriptor
@@ -980,12 +1455,50 @@ const file_microlet_cgroup_v1_cgroup_proto_rawDesc = "" +
 	"\apod_uid\x18\x01 \x01(\tR\x06podUid\x12%\n" +
 	"\x0econtainer_name\x18\x02 \x01(\tR\rcontainerName\x12\x1f\n" +
 	"\vcpuset_cpus\x18\x03 \x01(\tR\n" +
-	"cpusetCpus\"\xdc\x01\n" +
+	"cpusetCpus\"\xa7\x03\n" +
 	"\x13AllocateCPUsRequest\x12(\n" +
 	"\x03pod\x18\x01 \x01(\v2\x16.microlet.types.v1.PodR\x03pod\x12+\n" +
 	"\x04node\x18\x02 \x01(\v2\x17.microlet.types.v1.NodeR\x04node\x12/\n" +
 	"\x04cpus\x18\x03 \x03(\v2\x1b.microlet.cgroup.v1.CPUInfoR\x04cpus\x12=\n" +
-	"\bassigned\x18\x04 \x03(\v2!.microlet.cgroup.v1.CPUAssignmentR\bassigned\"\x9b\x02\n" +
+	"\bassigned\x18\x04 \x03(\v2!.microlet.cgroup.v1.CPUAssignmentR\bassigned\x12;\n" +
+	"\n" +
+	"numa_nodes\x18\x05 \x03(\v2\x1c.microlet.cgroup.v1.NUMANodeR\tnumaNodes\x12M\n" +
+	"\x0fmemory_assigned\x18\x06 \x03(\v2$.microlet.cgroup.v1.MemoryAssignmentR\x0ememoryAssigned\x12=\n" +
+	"\adevices\x18\a \x03(\v2#.microlet.cgroup.v1.ResourceDevicesR\adevices\"\xdb\x01\n" +
+	"\bNUMANode\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x05R\x02id\x12!\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x04R\vmemoryBytes\x12Y\n" +
+	"\x0fhugepages_bytes\x18\x03 \x03(\v20.microlet.cgroup.v1.NUMANode.HugepagesBytesEntryR\x0ehugepagesBytes\x1aA\n" +
+	"\x13HugepagesBytesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"Z\n" +
+	"\vMemoryBlock\x12#\n" +
+	"\rnuma_affinity\x18\x01 \x03(\x05R\fnumaAffinity\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\"\x8b\x01\n" +
+	"\x10MemoryAssignment\x12\x17\n" +
+	"\apod_uid\x18\x01 \x01(\tR\x06podUid\x12%\n" +
+	"\x0econtainer_name\x18\x02 \x01(\tR\rcontainerName\x127\n" +
+	"\x06blocks\x18\x03 \x03(\v2\x1f.microlet.cgroup.v1.MemoryBlockR\x06blocks\"n\n" +
+	"\vMemoryTable\x12\x14\n" +
+	"\x05total\x18\x01 \x01(\x04R\x05total\x12'\n" +
+	"\x0fsystem_reserved\x18\x02 \x01(\x04R\x0esystemReserved\x12 \n" +
+	"\vallocatable\x18\x03 \x01(\x04R\vallocatable\"\xc4\x01\n" +
+	"\x0eNUMANodeMemory\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x05R\x02id\x12F\n" +
+	"\x06memory\x18\x02 \x03(\v2..microlet.cgroup.v1.NUMANodeMemory.MemoryEntryR\x06memory\x1aZ\n" +
+	"\vMemoryEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x125\n" +
+	"\x05value\x18\x02 \x01(\v2\x1f.microlet.cgroup.v1.MemoryTableR\x05value:\x028\x01\"g\n" +
+	"\x0fResourceDevices\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x128\n" +
+	"\adevices\x18\x02 \x03(\v2\x1e.microlet.cgroup.v1.DeviceNUMAR\adevices\"O\n" +
+	"\n" +
+	"DeviceNUMA\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"numa_nodes\x18\x02 \x03(\x03R\tnumaNodes\x12\x12\n" +
+	"\x04free\x18\x03 \x01(\bR\x04free\"\xe7\x03\n" +
 	"\x14AllocateCPUsResponse\x12\x1f\n" +
 	"\vpolicy_name\x18\x01 \x01(\tR\n" +
 	"policyName\x12\x14\n" +
@@ -994,7 +1507,11 @@ const file_microlet_cgroup_v1_cgroup_proto_rawDesc = "" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12C\n" +
 	"\vassignments\x18\x05 \x03(\v2!.microlet.cgroup.v1.CPUAssignmentR\vassignments\x12#\n" +
 	"\rreserved_cpus\x18\x06 \x01(\tR\freservedCpus\x120\n" +
-	"\x14strict_reserved_cpus\x18\a \x01(\tR\x12strictReservedCpus2\xeb\x02\n" +
+	"\x14strict_reserved_cpus\x18\a \x01(\tR\x12strictReservedCpus\x12,\n" +
+	"\x12memory_policy_name\x18\b \x01(\tR\x10memoryPolicyName\x12G\n" +
+	"\rmemory_tables\x18\t \x03(\v2\".microlet.cgroup.v1.NUMANodeMemoryR\fmemoryTables\x12S\n" +
+	"\x12memory_assignments\x18\n" +
+	" \x03(\v2$.microlet.cgroup.v1.MemoryAssignmentR\x11memoryAssignments2\xeb\x02\n" +
 	"\rCgroupService\x12R\n" +
 	"\aPlanPod\x12\".microlet.cgroup.v1.PlanPodRequest\x1a#.microlet.cgroup.v1.PlanPodResponse\x12U\n" +
 	"\bPlanNode\x12#.microlet.cgroup.v1.PlanNodeRequest\x1a$.microlet.cgroup.v1.PlanNodeResponse\x12L\n" +
@@ -1013,7 +1530,7 @@ func file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP() []byte {
 	return file_microlet_cgroup_v1_cgroup_proto_rawDescData
 }
 
-var file_microlet_cgroup_v1_cgroup_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_microlet_cgroup_v1_cgroup_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_microlet_cgroup_v1_cgroup_proto_goTypes = []any{
 	(*CgroupSettings)(nil),       // 0: microlet.cgroup.v1.CgroupSettings
 	(*ContainerPlan)(nil),        // 1: microlet.cgroup.v1.ContainerPlan
@@ -1027,47 +1544,66 @@ var file_microlet_cgroup_v1_cgroup_proto_goTypes = []any{
 	(*CPUInfo)(nil),              // 9: microlet.cgroup.v1.CPUInfo
 	(*CPUAssignment)(nil),        // 10: microlet.cgroup.v1.CPUAssignment
 	(*AllocateCPUsRequest)(nil),  // 11: microlet.cgroup.v1.AllocateCPUsRequest
-	(*AllocateCPUsResponse)(nil), // 12: microlet.cgroup.v1.AllocateCPUsResponse
-	nil,                          // 13: microlet.cgroup.v1.CgroupSettings.HugepageLimitsEntry
-	(*v1.Pod)(nil),               // 14: microlet.types.v1.Pod
-	(*v1.Node)(nil),              // 15: microlet.types.v1.Node
-	(*v1.ResourceList)(nil),      // 16: microlet.types.v1.ResourceList
+	(*NUMANode)(nil),             // 12: microlet.cgroup.v1.NUMANode
+	(*MemoryBlock)(nil),          // 13: microlet.cgroup.v1.MemoryBlock
+	(*MemoryAssignment)(nil),     // 14: microlet.cgroup.v1.MemoryAssignment
+	(*MemoryTable)(nil),          // 15: microlet.cgroup.v1.MemoryTable
+	(*NUMANodeMemory)(nil),       // 16: microlet.cgroup.v1.NUMANodeMemory
+	(*ResourceDevices)(nil),      // 17: microlet.cgroup.v1.ResourceDevices
+	(*DeviceNUMA)(nil),           // 18: microlet.cgroup.v1.DeviceNUMA
+	(*AllocateCPUsResponse)(nil), // 19: microlet.cgroup.v1.AllocateCPUsResponse
+	nil,                          // 20: microlet.cgroup.v1.CgroupSettings.HugepageLimitsEntry
+	nil,                          // 21: microlet.cgroup.v1.NUMANode.HugepagesBytesEntry
+	nil,                          // 22: microlet.cgroup.v1.NUMANodeMemory.MemoryEntry
+	(*v1.Pod)(nil),               // 23: microlet.types.v1.Pod
+	(*v1.Node)(nil),              // 24: microlet.types.v1.Node
+	(*v1.ResourceList)(nil),      // 25: microlet.types.v1.ResourceList
 }
 var file_microlet_cgroup_v1_cgroup_proto_depIdxs = []int32{
-	13, // 0: microlet.cgroup.v1.CgroupSettings.hugepage_limits:type_name -> microlet.cgroup.v1.CgroupSettings.HugepageLimitsEntry
+	20, // 0: microlet.cgroup.v1.CgroupSettings.hugepage_limits:type_name -> microlet.cgroup.v1.CgroupSettings.HugepageLimitsEntry
 	0,  // 1: microlet.cgroup.v1.ContainerPlan.resources:type_name -> microlet.cgroup.v1.CgroupSettings
-	14, // 2: microlet.cgroup.v1.PlanPodRequest.pod:type_name -> microlet.types.v1.Pod
-	15, // 3: microlet.cgroup.v1.PlanPodRequest.node:type_name -> microlet.types.v1.Node
+	23, // 2: microlet.cgroup.v1.PlanPodRequest.pod:type_name -> microlet.types.v1.Pod
+	24, // 3: microlet.cgroup.v1.PlanPodRequest.node:type_name -> microlet.types.v1.Node
 	0,  // 4: microlet.cgroup.v1.PlanPodResponse.pod_resources:type_name -> microlet.cgroup.v1.CgroupSettings
 	1,  // 5: microlet.cgroup.v1.PlanPodResponse.containers:type_name -> microlet.cgroup.v1.ContainerPlan
 	1,  // 6: microlet.cgroup.v1.PlanPodResponse.init_containers:type_name -> microlet.cgroup.v1.ContainerPlan
-	15, // 7: microlet.cgroup.v1.PlanNodeRequest.node:type_name -> microlet.types.v1.Node
-	14, // 8: microlet.cgroup.v1.PlanNodeRequest.pods:type_name -> microlet.types.v1.Pod
-	16, // 9: microlet.cgroup.v1.PlanNodeRequest.eviction_reserved:type_name -> microlet.types.v1.ResourceList
+	24, // 7: microlet.cgroup.v1.PlanNodeRequest.node:type_name -> microlet.types.v1.Node
+	23, // 8: microlet.cgroup.v1.PlanNodeRequest.pods:type_name -> microlet.types.v1.Pod
+	25, // 9: microlet.cgroup.v1.PlanNodeRequest.eviction_reserved:type_name -> microlet.types.v1.ResourceList
 	0,  // 10: microlet.cgroup.v1.QOSCgroup.resources:type_name -> microlet.cgroup.v1.CgroupSettings
-	16, // 11: microlet.cgroup.v1.PlanNodeResponse.allocatable:type_name -> microlet.types.v1.ResourceList
+	25, // 11: microlet.cgroup.v1.PlanNodeResponse.allocatable:type_name -> microlet.types.v1.ResourceList
 	5,  // 12: microlet.cgroup.v1.PlanNodeResponse.cgroups:type_name -> microlet.cgroup.v1.QOSCgroup
-	14, // 13: microlet.cgroup.v1.AdmitRequest.pod:type_name -> microlet.types.v1.Pod
-	15, // 14: microlet.cgroup.v1.AdmitRequest.node:type_name -> microlet.types.v1.Node
-	14, // 15: microlet.cgroup.v1.AdmitRequest.admitted_pods:type_name -> microlet.types.v1.Pod
-	14, // 16: microlet.cgroup.v1.AllocateCPUsRequest.pod:type_name -> microlet.types.v1.Pod
-	15, // 17: microlet.cgroup.v1.AllocateCPUsRequest.node:type_name -> microlet.types.v1.Node
+	23, // 13: microlet.cgroup.v1.AdmitRequest.pod:type_name -> microlet.types.v1.Pod
+	24, // 14: microlet.cgroup.v1.AdmitRequest.node:type_name -> microlet.types.v1.Node
+	23, // 15: microlet.cgroup.v1.AdmitRequest.admitted_pods:type_name -> microlet.types.v1.Pod
+	23, // 16: microlet.cgroup.v1.AllocateCPUsRequest.pod:type_name -> microlet.types.v1.Pod
+	24, // 17: microlet.cgroup.v1.AllocateCPUsRequest.node:type_name -> microlet.types.v1.Node
 	9,  // 18: microlet.cgroup.v1.AllocateCPUsRequest.cpus:type_name -> microlet.cgroup.v1.CPUInfo
 	10, // 19: microlet.cgroup.v1.AllocateCPUsRequest.assigned:type_name -> microlet.cgroup.v1.CPUAssignment
-	10, // 20: microlet.cgroup.v1.AllocateCPUsResponse.assignments:type_name -> microlet.cgroup.v1.CPUAssignment
-	2,  // 21: microlet.cgroup.v1.CgroupService.PlanPod:input_type -> microlet.cgroup.v1.PlanPodRequest
-	4,  // 22: microlet.cgroup.v1.CgroupService.PlanNode:input_type -> microlet.cgroup.v1.PlanNodeRequest
-	7,  // 23: microlet.cgroup.v1.CgroupService.Admit:input_type -> microlet.cgroup.v1.AdmitRequest
-	11, // 24: microlet.cgroup.v1.CgroupService.AllocateCPUs:input_type -> microlet.cgroup.v1.AllocateCPUsRequest
-	3,  // 25: microlet.cgroup.v1.CgroupService.PlanPod:output_type -> microlet.cgroup.v1.PlanPodResponse
-	6,  // 26: microlet.cgroup.v1.CgroupService.PlanNode:output_type -> microlet.cgroup.v1.PlanNodeResponse
-	8,  // 27: microlet.cgroup.v1.CgroupService.Admit:output_type -> microlet.cgroup.v1.AdmitResponse
-	12, // 28: microlet.cgroup.v1.CgroupService.AllocateCPUs:output_type -> microlet.cgroup.v1.AllocateCPUsResponse
-	25, // [25:29] is the sub-list for method output_type
-	21, // [21:25] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	12, // 20: microlet.cgroup.v1.AllocateCPUsRequest.numa_nodes:type_name -> microlet.cgroup.v1.NUMANode
+	14, // 21: microlet.cgroup.v1.AllocateCPUsRequest.memory_assigned:type_name -> microlet.cgroup.v1.MemoryAssignment
+	17, // 22: microlet.cgroup.v1.AllocateCPUsRequest.devices:type_name -> microlet.cgroup.v1.ResourceDevices
+	21, // 23: microlet.cgroup.v1.NUMANode.hugepages_bytes:type_name -> microlet.cgroup.v1.NUMANode.HugepagesBytesEntry
+	13, // 24: microlet.cgroup.v1.MemoryAssignment.blocks:type_name -> microlet.cgroup.v1.MemoryBlock
+	22, // 25: microlet.cgroup.v1.NUMANodeMemory.memory:type_name -> microlet.cgroup.v1.NUMANodeMemory.MemoryEntry
+	18, // 26: microlet.cgroup.v1.ResourceDevices.devices:type_name -> microlet.cgroup.v1.DeviceNUMA
+	10, // 27: microlet.cgroup.v1.AllocateCPUsResponse.assignments:type_name -> microlet.cgroup.v1.CPUAssignment
+	16, // 28: microlet.cgroup.v1.AllocateCPUsResponse.memory_tables:type_name -> microlet.cgroup.v1.NUMANodeMemory
+	14, // 29: microlet.cgroup.v1.AllocateCPUsResponse.memory_assignments:type_name -> microlet.cgroup.v1.MemoryAssignment
+	15, // 30: microlet.cgroup.v1.NUMANodeMemory.MemoryEntry.value:type_name -> microlet.cgroup.v1.MemoryTable
+	2,  // 31: microlet.cgroup.v1.CgroupService.PlanPod:input_type -> microlet.cgroup.v1.PlanPodRequest
+	4,  // 32: microlet.cgroup.v1.CgroupService.PlanNode:input_type -> microlet.cgroup.v1.PlanNodeRequest
+	7,  // 33: microlet.cgroup.v1.CgroupService.Admit:input_type -> microlet.cgroup.v1.AdmitRequest
+	11, // 34: microlet.cgroup.v1.CgroupService.AllocateCPUs:input_type -> microlet.cgroup.v1.AllocateCPUsRequest
+	3,  // 35: microlet.cgroup.v1.CgroupService.PlanPod:output_type -> microlet.cgroup.v1.PlanPodResponse
+	6,  // 36: microlet.cgroup.v1.CgroupService.PlanNode:output_type -> microlet.cgroup.v1.PlanNodeResponse
+	8,  // 37: microlet.cgroup.v1.CgroupService.Admit:output_type -> microlet.cgroup.v1.AdmitResponse
+	19, // 38: microlet.cgroup.v1.CgroupService.AllocateCPUs:output_type -> microlet.cgroup.v1.AllocateCPUsResponse
+	35, // [35:39] is the sub-list for method output_type
+	31, // [31:35] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_microlet_cgroup_v1_cgroup_proto_init() }
@@ -1082,7 +1618,7 @@ func file_microlet_cgroup_v1_cgroup_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_microlet_cgroup_v1_cgroup_proto_rawDesc), len(file_microlet_cgroup_v1_cgroup_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

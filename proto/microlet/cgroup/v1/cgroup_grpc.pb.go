@@ -40,13 +40,17 @@ type CgroupServiceClient interface {
 	PlanNode(ctx context.Context, in *PlanNodeRequest, opts ...grpc.CallOption) (*PlanNodeResponse, error)
 	// Admit decides whether a new pod fits the node.
 	Admit(ctx context.Context, in *AdmitRequest, opts ...grpc.CallOption) (*AdmitResponse, error)
-	// AllocateCPUs is the kubelet's CPU manager: it decides which CPUs a
-	// newly admitted pod's containers get for themselves, given the node's
-	// CPUs and the exclusive CPUs already handed out. The core checks the
-	// answer, keeps the assignments (cpu_manager_state) and writes the
-	// cpusets; every container without exclusive CPUs gets the shared pool,
-	// the node's CPUs minus every exclusive one. Optional: UNIMPLEMENTED is
-	// the kubelet's "none" policy.
+	// AllocateCPUs is the kubelet's resource managers at admission: the
+	// topology manager merging the NUMA hints of the CPU manager, the memory
+	// manager and the devices, then the CPU manager deciding which CPUs a
+	// newly admitted pod's containers get for themselves and the memory
+	// manager which NUMA nodes' memory they get, given the node's CPUs, NUMA
+	// nodes and devices and what is already handed out. The core checks the
+	// answer, keeps the assignments (cpu_manager_state,
+	// memory_manager_state) and writes the cpusets (cpuset.cpus,
+	// cpuset.mems); every container without exclusive CPUs gets the shared
+	// pool, the node's CPUs minus every exclusive one. Optional:
+	// UNIMPLEMENTED is the kubelet's "none" policies.
 	AllocateCPUs(ctx context.Context, in *AllocateCPUsRequest, opts ...grpc.CallOption) (*AllocateCPUsResponse, error)
 }
 
@@ -113,13 +117,17 @@ type CgroupServiceServer interface {
 	PlanNode(context.Context, *PlanNodeRequest) (*PlanNodeResponse, error)
 	// Admit decides whether a new pod fits the node.
 	Admit(context.Context, *AdmitRequest) (*AdmitResponse, error)
-	// AllocateCPUs is the kubelet's CPU manager: it decides which CPUs a
-	// newly admitted pod's containers get for themselves, given the node's
-	// CPUs and the exclusive CPUs already handed out. The core checks the
-	// answer, keeps the assignments (cpu_manager_state) and writes the
-	// cpusets; every container without exclusive CPUs gets the shared pool,
-	// the node's CPUs minus every exclusive one. Optional: UNIMPLEMENTED is
-	// the kubelet's "none" policy.
+	// AllocateCPUs is the kubelet's resource managers at admission: the
+	// topology manager merging the NUMA hints of the CPU manager, the memory
+	// manager and the devices, then the CPU manager deciding which CPUs a
+	// newly admitted pod's containers get for themselves and the memory
+	// manager which NUMA nodes' memory they get, given the node's CPUs, NUMA
+	// nodes and devices and what is already handed out. The core checks the
+	// answer, keeps the assignments (cpu_manager_state,
+	// memory_manager_state) and writes the cpusets (cpuset.cpus,
+	// cpuset.mems); every container without exclusive CPUs gets the shared
+	// pool, the node's CPUs minus every exclusive one. Optional:
+	// UNIMPLEMENTED is the kubelet's "none" policies.
 	AllocateCPUs(context.Context, *AllocateCPUsRequest) (*AllocateCPUsResponse, error)
 	mustEmbedUnimplementedCgroupServiceServer()
 }
