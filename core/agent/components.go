@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/microlet/microlet/core/kinds/cgroup"
+	"github.com/microlet/microlet/core/kinds/devices"
 	"github.com/microlet/microlet/core/kinds/probes"
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/core/pods/secadmit"
@@ -41,6 +42,21 @@ func (c cgroupAdmitter) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.P
 		return syncloop.Admission{Retry: true, Message: err.Error()}
 	}
 	return syncloop.Admission{Admit: d.Admit, Reason: d.Reason, Message: d.Message}
+}
+
+// deviceTopology gives the cgroup manager's topology hints the devices of
+// a resource (the devices manager is made after the cgroup manager, so
+// it is looked up when asked).
+func deviceTopology(m *devices.Manager, resource string) ([]cgroup.Device, bool) {
+	if m == nil {
+		return nil, false
+	}
+	all, ok := m.Devices(resource)
+	out := make([]cgroup.Device, 0, len(all))
+	for _, d := range all {
+		out = append(out, cgroup.Device{ID: d.ID, NUMANodes: d.NUMANodes, Free: d.Free})
+	}
+	return out, ok
 }
 
 // cgroupReleaser removes a terminated pod's cgroup.

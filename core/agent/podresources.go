@@ -8,18 +8,20 @@ import (
 )
 
 // servePodResources serves the kubelet's pod-resources API on its socket
-// under root_dir: the active pods' devices (devices manager) and exclusive
-// CPUs (the cgroup manager's CPU manager). A socket that cannot be served
+// under root_dir: the active pods' devices (devices manager), exclusive
+// CPUs and pinned memory (the cgroup manager's CPU and memory managers). A socket that cannot be served
 // is logged; pods are not affected.
 func (a *Agent) servePodResources(ctx context.Context, p *pods) {
 	err := podresources.Serve(ctx, podresources.SocketPath(a.cfg.RootDir), podresources.Options{
-		ActivePods:       p.loop.ActivePods,
-		ContainerDevices: p.devices.ContainerDevices,
-		HealthyDevices:   p.devices.HealthyDevices,
-		NoNUMANode:       devices.NoNUMANode,
-		ContainerCPUs:    p.cgroups.ContainerCPUs,
-		AllocatableCPUs:  p.cgroups.AllocatableCPUs,
-		Logger:           a.log.Named("podresources"),
+		ActivePods:        p.loop.ActivePods,
+		ContainerDevices:  p.devices.ContainerDevices,
+		HealthyDevices:    p.devices.HealthyDevices,
+		NoNUMANode:        devices.NoNUMANode,
+		ContainerCPUs:     p.cgroups.ContainerCPUs,
+		AllocatableCPUs:   p.cgroups.AllocatableCPUs,
+		ContainerMemory:   p.cgroups.ContainerMemory,
+		AllocatableMemory: p.cgroups.AllocatableMemory,
+		Logger:            a.log.Named("podresources"),
 	})
 	if err != nil {
 		a.log.Error("the pod-resources API is not served", "error", err)

@@ -252,6 +252,7 @@ func (a *Agent) newNodeResources(p *pods, reg prometheus.Registerer) error {
 		EvictionReservation: p.evictionReservation,
 		Runtime:             p.cri,
 		CPUReconcilePeriod:  cfg.CPUManagerReconcilePeriod,
+		Devices:             func(resource string) ([]cgroup.Device, bool) { return deviceTopology(p.devices, resource) },
 		Registerer:          reg,
 		Logger:              a.log.Named("cgroups"),
 		NodeEvents:          a.nodeEvents,

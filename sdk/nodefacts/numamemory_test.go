@@ -52,4 +52,3 @@ func TestMemoryMachineState(t *testing.T) {
 		})
 	}
 }
-

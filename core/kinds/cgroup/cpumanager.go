@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	kubelettypes "k8s.io/kubelet/pkg/types"
 	"k8s.io/utils/cpuset"
 
+	"github.com/microlet/microlet/core/node/machine"
 	"github.com/microlet/microlet/core/pluginhost"
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 )
@@ -52,16 +54,33 @@ type cpuManager struct {
 	// itself; known once it answered (guarded by Manager.mu).
 	reserved cpuset.CPUSet
 	known    bool
-	// restored are the pods whose CPUs came from the state file and that
-	// admission has not seen since; the others hold CPUs only while
-	// admitted.
+	// restored are the pods whose CPUs or memory came from the state files
+	// and that admission has not seen since; the others hold them only
+	// while admitted.
 	restored map[string]bool
+	// memory is the memory manager's state, kept in memPath (guarded by
+	// Manager.mu); numa are the node's NUMA nodes.
+	memory  *memoryState
+	memPath string
+	numa    []*cgroupv1.NUMANode
 }
 
-func newCPUManager(rootDir, sysfs string) (*cpuManager, error) {
+func newCPUManager(rootDir, sysfs string, capacity *machine.Capacity) (*cpuManager, error) {
 	online, infos, err := readCPUs(sysfs)
 	if err != nil {
 		return nil, fmt.Errorf("cpumanager: %w", err)
+	}
+	numa, err := readNUMA(sysfs, capacity)
+	if err != nil {
+		return nil, fmt.Errorf("memorymanager: %w", err)
+	}
+	memPath := filepath.Join(rootDir, memoryStateFile)
+	memory, err := loadMemoryState(memPath)
+	if err != nil {
+		return nil, fmt.Errorf("memorymanager: %w", err)
+	}
+	if err := memory.checkNodes(numa); err != nil {
+		return nil, fmt.Errorf("memorymanager: %s: %w; drain the node and remove it", memPath, err)
 	}
 	path := fmt.Sprintf("%s/%s", rootDir, cpuStateFile)
 	state, err := loadCPUState(path)
@@ -71,11 +90,23 @@ func newCPUManager(rootDir, sysfs string) (*cpuManager, error) {
 	if missing := state.exclusive().Difference(online); missing.Size() > 0 {
 		return nil, fmt.Errorf("cpumanager: the state %s assigns CPUs %s, which are not online; drain the node and remove it", path, missing)
 	}
-	restored := map[string]bool{}
-	for uid := range state.assigned {
-		restored[uid] = true
+	c := &cpuManager{path: path, online: online, infos: infos, state: state, written: map[string]string{}, kick: make(chan struct{}, 1),
+		memory: memory, memPath: memPath, numa: numa}
+	c.restored = c.holders()
+	return c, nil
+}
+
+// holders are the pods holding CPUs or memory. Called with Manager.mu
+// held, or before the manager is shared.
+func (c *cpuManager) holders() map[string]bool {
+	out := map[string]bool{}
+	for uid := range c.state.assigned {
+		out[uid] = true
 	}
-	return &cpuManager{path: path, online: online, infos: infos, state: state, written: map[string]string{}, kick: make(chan struct{}, 1), restored: restored}, nil
+	for uid := range c.memory.assigned {
+		out[uid] = true
+	}
+	return out
 }
 
 // allocateCPUs asks the plugin which of a newly admitted pod's containers
@@ -92,7 +123,7 @@ func (m *Manager) allocateCPUs(ctx context.Context, pod *v1.Pod, admitted []*v1.
 		}
 	}
 	m.mu.Lock()
-	_, has := c.state.assigned[string(pod.UID)]
+	has := c.holders()[string(pod.UID)]
 	delete(c.restored, string(pod.UID))
 	var assigned []*cgroupv1.CPUAssignment
 	for uid, containers := range c.state.assigned {
@@ -100,11 +131,12 @@ func (m *Manager) allocateCPUs(ctx context.Context, pod *v1.Pod, admitted []*v1.
 			assigned = append(assigned, &cgroupv1.CPUAssignment{PodUid: uid, ContainerName: name, CpusetCpus: set.String()})
 		}
 	}
+	memAssigned := memoryAssignments(c.memory.assigned)
 	m.mu.Unlock()
 	if has {
 		return Decision{Admit: true}, nil
 	}
-	resp, err := m.askCPUs(ctx, pod, assigned)
+	resp, err := m.askCPUs(ctx, pod, assigned, memAssigned)
 	switch {
 	case notConfigured(err), status.Code(err) == codes.Unimplemented:
 		return Decision{Admit: true}, nil
@@ -125,15 +157,35 @@ func (m *Manager) allocateCPUs(ctx context.Context, pod *v1.Pod, admitted []*v1.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	next, reserved, err := c.checkAllocation(pod, resp)
-	if err != nil {
-		m.log.Warn("refusing the cgroup plugin's CPU allocation", "pod", podName(pod), "error", err)
-		return Decision{}, fmt.Errorf("the cgroup plugin's CPU allocation for pod %s is invalid (%v): %w", podName(pod), err, pluginhost.ErrUnavailable)
+	var nextMem *memoryState
+	if err == nil {
+		nextMem, err = c.checkMemory(pod, resp)
 	}
-	if err := c.commit(next); err != nil {
+	if err != nil {
+		m.log.Warn("refusing the cgroup plugin's CPU and memory allocation", "pod", podName(pod), "error", err)
+		return Decision{}, fmt.Errorf("the cgroup plugin's CPU and memory allocation for pod %s is invalid (%v): %w", podName(pod), err, pluginhost.ErrUnavailable)
+	}
+	if err := c.commitBoth(next, nextMem); err != nil {
 		return Decision{Reason: ReasonUnexpectedAdmissionError, Message: err.Error()}, nil
 	}
 	c.reserved, c.known = reserved, true
 	return Decision{Admit: true}, nil
+}
+
+// commitBoth saves the memory state, then the CPU state, the memory state
+// put back if the CPU state cannot be saved. Called with Manager.mu held.
+func (c *cpuManager) commitBoth(next *cpuState, nextMem *memoryState) error {
+	prev := c.memory
+	if err := c.commitMemory(nextMem); err != nil {
+		return err
+	}
+	if err := c.commit(next); err != nil {
+		if undo := c.commitMemory(prev); undo != nil {
+			return errors.Join(err, undo)
+		}
+		return err
+	}
+	return nil
 }
 
 // notAdmitted are the pods holding CPUs that are neither pod nor admitted
@@ -142,7 +194,7 @@ func (m *Manager) notAdmitted(pod *v1.Pod, admitted []*v1.Pod) []types.UID {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []types.UID
-	for uid := range m.cpu.state.assigned {
+	for uid := range m.cpu.holders() {
 		if uid != string(pod.UID) && !m.cpu.restored[uid] && !slices.ContainsFunc(admitted, func(p *v1.Pod) bool { return string(p.UID) == uid }) {
 			out = append(out, types.UID(uid))
 		}
@@ -150,9 +202,11 @@ func (m *Manager) notAdmitted(pod *v1.Pod, admitted []*v1.Pod) []types.UID {
 	return out
 }
 
-func (m *Manager) askCPUs(ctx context.Context, pod *v1.Pod, assigned []*cgroupv1.CPUAssignment) (*cgroupv1.AllocateCPUsResponse, error) {
+func (m *Manager) askCPUs(ctx context.Context, pod *v1.Pod, assigned []*cgroupv1.CPUAssignment, memAssigned []*cgroupv1.MemoryAssignment) (*cgroupv1.AllocateCPUsResponse, error) {
+	req := &cgroupv1.AllocateCPUsRequest{Pod: podView(pod), Node: m.nodeView(), Cpus: m.cpu.infos, Assigned: assigned,
+		NumaNodes: m.cpu.numa, MemoryAssigned: memAssigned, Devices: m.podDevices(pod)}
 	return pluginhost.Ask(ctx, m.opts.Plugin, "cgroup plugin AllocateCPUs", func(ctx context.Context, p pluginhost.Conn[cgroupv1.CgroupServiceClient]) (*cgroupv1.AllocateCPUsResponse, error) {
-		return p.Client.AllocateCPUs(ctx, &cgroupv1.AllocateCPUsRequest{Pod: podView(pod), Node: m.nodeView(), Cpus: m.cpu.infos, Assigned: assigned})
+		return p.Client.AllocateCPUs(ctx, req)
 	})
 }
 
@@ -189,7 +243,10 @@ func (m *Manager) learnCPUPolicy(ctx context.Context) error {
 	if known {
 		return nil
 	}
-	resp, err := m.askCPUs(ctx, &v1.Pod{}, nil)
+	m.mu.Lock()
+	memAssigned := memoryAssignments(c.memory.assigned)
+	m.mu.Unlock()
+	resp, err := m.askCPUs(ctx, &v1.Pod{}, nil, memAssigned)
 	switch {
 	case notConfigured(err), status.Code(err) == codes.Unimplemented:
 		return nil
@@ -202,8 +259,13 @@ func (m *Manager) learnCPUPolicy(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the cgroup plugin's CPU policy is invalid: %w", err)
 	}
+	nextMem, err := c.checkMemory(&v1.Pod{}, resp)
+	if err != nil {
+		return fmt.Errorf("the cgroup plugin's memory policy is invalid: %w", err)
+	}
 	m.log.Info("CPU manager", "policy", next.policy, "reserved_cpus", reserved.String(), "shared_pool", next.shared.String(), "state", c.path)
-	if err := c.commit(next); err != nil {
+	m.log.Info("memory manager", "policy", nextMem.policy, "numa_nodes", len(c.numa), "state", c.memPath)
+	if err := c.commitBoth(next, nextMem); err != nil {
 		return err
 	}
 	c.reserved, c.known = reserved, true
@@ -328,6 +390,9 @@ func (c *cpuManager) withCPUSets(uid types.UID, in map[string]*runtimeapi.LinuxC
 		if set := c.cpusetFor(uid, name); set != "" {
 			r.CpusetCpus = set
 		}
+		if mems := c.memsFor(uid, name); mems != "" {
+			r.CpusetMems = mems
+		}
 		out[name] = r
 	}
 	return out
@@ -341,6 +406,9 @@ func (m *Manager) releaseCPUs(uid types.UID) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := c.releaseMemory(uid); err != nil {
+		return err
+	}
 	if _, ok := c.state.assigned[string(uid)]; !ok {
 		return nil
 	}
@@ -361,16 +429,17 @@ func (m *Manager) releaseCPUs(uid types.UID) error {
 // grows as pods take and release CPUs), written again only when it changed
 // since last written; after a restart, every one once. Pods restored from
 // the state file that are neither active nor have a running container
-// left (removed while the core was down) release their CPUs.
+// left (removed while the core was down) release their CPUs and memory.
 func (m *Manager) reconcileCPUs(ctx context.Context) error {
 	c := m.cpu
 	if err := m.learnCPUPolicy(ctx); err != nil {
 		return err
 	}
 	m.mu.Lock()
-	static := c.state.policy == policyStatic
+	idle := c.state.policy != policyStatic && len(c.memory.assigned) == 0
 	m.mu.Unlock()
-	if !static {
+	if idle {
+		// Nothing to write, nothing that could be stale.
 		return nil
 	}
 	containers, err := m.opts.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
@@ -399,7 +468,7 @@ func (m *Manager) reconcileCPUs(ctx context.Context) error {
 	}
 	var stale []types.UID
 	if m.podsKnown {
-		for uid := range c.state.assigned {
+		for uid := range c.holders() {
 			if c.restored[uid] && !live[uid] && !slices.ContainsFunc(m.pods, func(p *v1.Pod) bool { return string(p.UID) == uid }) {
 				stale = append(stale, types.UID(uid))
 			}

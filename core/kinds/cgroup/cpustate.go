@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/dump"
@@ -122,20 +121,5 @@ func (s *cpuState) save(path string) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+cpuStateFile+"-")
-	if err != nil {
-		return fmt.Errorf("write the CPU manager state: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(raw); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write the CPU manager state: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write the CPU manager state: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write the CPU manager state: %w", err)
-	}
-	return nil
+	return writeAtomic(path, raw)
 }

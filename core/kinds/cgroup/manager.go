@@ -59,15 +59,19 @@ type Options struct {
 	SingleProcessOOMKill bool
 	// ReapplyInterval; 0 is DefaultReapplyInterval.
 	ReapplyInterval time.Duration
-	// Runtime, when set, turns the CPU manager on: the cgroup plugin's
-	// AllocateCPUs decides exclusive CPUs, kept in RootDir's
-	// cpu_manager_state, and the running containers' cpusets are
-	// reconciled every CPUReconcilePeriod (cpu_manager_reconcile_period;
-	// 0 is DefaultCPUReconcilePeriod).
+	// Runtime, when set, turns the resource managers on: the cgroup
+	// plugin's AllocateCPUs decides exclusive CPUs and pinned memory, kept
+	// in RootDir's cpu_manager_state and memory_manager_state, and the
+	// running containers' cpusets are reconciled every CPUReconcilePeriod
+	// (cpu_manager_reconcile_period; 0 is DefaultCPUReconcilePeriod).
 	Runtime            CPURuntime
 	CPUReconcilePeriod time.Duration
-	// SysFS is where the node's CPU topology is read; "" is /sys.
+	// SysFS is where the node's CPU and NUMA topology is read; "" is /sys.
 	SysFS string
+	// Devices reports the devices of an extended resource for the topology
+	// manager's hints; false for a resource no devices plugin serves. Nil:
+	// devices give no hints.
+	Devices func(resource string) ([]Device, bool)
 	// Registerer, when set, gets kubelet_cgroup_manager_duration_seconds.
 	Registerer prometheus.Registerer
 	Logger     hclog.Logger
@@ -155,7 +159,7 @@ func New(opts Options) (*Manager, error) {
 		if opts.SysFS == "" {
 			opts.SysFS = "/sys"
 		}
-		if cpu, err = newCPUManager(opts.RootDir, opts.SysFS); err != nil {
+		if cpu, err = newCPUManager(opts.RootDir, opts.SysFS, opts.Capacity); err != nil {
 			return nil, err
 		}
 	}

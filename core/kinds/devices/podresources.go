@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"maps"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -43,4 +44,35 @@ func (m *Manager) HealthyDevices() map[string]map[int64][]string {
 		}
 	}
 	return out
+}
+
+// Topology is one device of a resource as the topology manager's hints
+// need it.
+type Topology struct {
+	ID        string
+	NUMANodes []int64
+	// Free: healthy and held by no pod.
+	Free bool
+}
+
+// Devices are every device of resource, where it sits and whether it is
+// free (what upstream's device manager makes its NUMA hints of); false
+// when no devices plugin serves the resource.
+func (m *Manager) Devices(resource string) ([]Topology, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.resources[resource]
+	if r == nil {
+		return nil, false
+	}
+	inUse := m.allocations.inUse(resource)
+	healthy := map[string]bool{}
+	for _, id := range r.healthy() {
+		healthy[id] = true
+	}
+	var out []Topology
+	for _, id := range slices.Sorted(maps.Keys(r.devices)) {
+		out = append(out, Topology{ID: id, NUMANodes: slices.Clone(r.devices[id].GetNumaNodes()), Free: healthy[id] && !inUse.Has(id)})
+	}
+	return out, true
 }

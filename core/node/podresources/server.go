@@ -2,7 +2,8 @@
 // (k8s.io/kubelet/pkg/apis/podresources/v1: List, Get,
 // GetAllocatableResources) on the kubelet's socket,
 // <root_dir>/pod-resources/kubelet.sock, for monitoring agents (GPU and
-// NIC exporters) that ask which devices and CPUs each container holds.
+// NIC exporters) that ask which devices, CPUs and memory each container
+// holds.
 package podresources
 
 import (
@@ -23,6 +24,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/microlet/microlet/sdk/nodefacts"
 )
 
 // The kubelet's rate limit of the API (pkg/kubelet/apis/podresources).
@@ -51,7 +54,12 @@ type Options struct {
 	// CPUs the CPU manager may hand out. Nil: none.
 	ContainerCPUs   func(uid types.UID, container string) []int64
 	AllocatableCPUs func() []int64
-	Logger          hclog.Logger
+	// ContainerMemory is a container's memory the memory manager pinned to
+	// NUMA nodes; AllocatableMemory what it may hand out, one block per
+	// node and type. Nil: none.
+	ContainerMemory   func(uid types.UID, container string) []nodefacts.MemoryBlock
+	AllocatableMemory func() []nodefacts.MemoryBlock
+	Logger            hclog.Logger
 }
 
 type server struct {
@@ -124,6 +132,9 @@ func (s *server) GetAllocatableResources(context.Context, *podresourcesv1.Alloca
 	if s.opts.AllocatableCPUs != nil {
 		resp.CpuIds = s.opts.AllocatableCPUs()
 	}
+	if s.opts.AllocatableMemory != nil {
+		resp.Memory = memory(s.opts.AllocatableMemory())
+	}
 	return resp, nil
 }
 
@@ -149,7 +160,24 @@ func (s *server) container(uid types.UID, name string) *podresourcesv1.Container
 	if s.opts.ContainerCPUs != nil {
 		c.CpuIds = s.opts.ContainerCPUs(uid, name)
 	}
+	if s.opts.ContainerMemory != nil {
+		c.Memory = memory(s.opts.ContainerMemory(uid, name))
+	}
 	return c
+}
+
+// memory is one entry per block, with its type, size and NUMA nodes, as
+// the kubelet's containerMemoryFromBlock gives them.
+func memory(blocks []nodefacts.MemoryBlock) []*podresourcesv1.ContainerMemory {
+	var out []*podresourcesv1.ContainerMemory
+	for _, b := range blocks {
+		m := &podresourcesv1.ContainerMemory{MemoryType: b.Type, Size: b.Size, Topology: &podresourcesv1.TopologyInfo{Nodes: []*podresourcesv1.NUMANode{}}}
+		for _, n := range b.NUMAAffinity {
+			m.Topology.Nodes = append(m.Topology.Nodes, &podresourcesv1.NUMANode{ID: int64(n)})
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // devices are one entry per resource and NUMA node, as the kubelet's

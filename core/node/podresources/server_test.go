@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/microlet/microlet/sdk/nodefacts"
 )
 
 // The server over its real socket, read with the upstream gRPC client.
@@ -41,6 +43,15 @@ func TestServer(t *testing.T) {
 			return nil
 		},
 		AllocatableCPUs: func() []int64 { return []int64{1} },
+		ContainerMemory: func(uid types.UID, c string) []nodefacts.MemoryBlock {
+			if c == "app" {
+				return []nodefacts.MemoryBlock{{NUMAAffinity: []int{0}, Type: "memory", Size: 1 << 30}, {NUMAAffinity: []int{0, 1}, Type: "hugepages-2Mi", Size: 4 << 20}}
+			}
+			return nil
+		},
+		AllocatableMemory: func() []nodefacts.MemoryBlock {
+			return []nodefacts.MemoryBlock{{NUMAAffinity: []int{0}, Type: "memory", Size: 3 << 30}}
+		},
 	}
 	socket := SocketPath(t.TempDir())
 	ctx, cancel := context.WithCancel(t.Context())
@@ -85,6 +96,13 @@ func TestServer(t *testing.T) {
 		devs[1].GetTopology().GetNodes()[0].GetID() != 0 || !slices.Equal(devs[1].GetDeviceIds(), []string{"gpu0"}) {
 		t.Fatalf("app: %v; want CPU 1, gpu9 without topology and gpu0 on NUMA node 0", app)
 	}
+	if mem := app.GetMemory(); len(mem) != 2 || mem[0].GetMemoryType() != "memory" || mem[0].GetSize() != 1<<30 || len(mem[0].GetTopology().GetNodes()) != 1 ||
+		mem[1].GetMemoryType() != "hugepages-2Mi" || len(mem[1].GetTopology().GetNodes()) != 2 || mem[1].GetTopology().GetNodes()[1].GetID() != 1 {
+		t.Fatalf("app's memory: %v; want 1Gi of memory on node 0 and 4Mi of 2Mi hugepages on nodes 0 and 1", mem)
+	}
+	if mem := p.GetContainers()[0].GetMemory(); mem != nil {
+		t.Fatalf("the sidecar's memory: %v; want none", mem)
+	}
 	if _, err := client.Get(t.Context(), &podresourcesv1.GetPodResourcesRequest{PodName: "nope", PodNamespace: "ml"}); err == nil {
 		t.Fatal("Get of an unknown pod succeeded")
 	}
@@ -93,7 +111,8 @@ func TestServer(t *testing.T) {
 		t.Fatalf("Get: %v, %v", got, err)
 	}
 	alloc, err := client.GetAllocatableResources(t.Context(), &podresourcesv1.AllocatableResourcesRequest{})
-	if err != nil || !slices.Equal(alloc.GetCpuIds(), []int64{1}) || len(alloc.GetDevices()) != 1 || len(alloc.GetDevices()[0].GetDeviceIds()) != 2 {
+	if err != nil || !slices.Equal(alloc.GetCpuIds(), []int64{1}) || len(alloc.GetDevices()) != 1 || len(alloc.GetDevices()[0].GetDeviceIds()) != 2 ||
+		len(alloc.GetMemory()) != 1 || alloc.GetMemory()[0].GetSize() != 3<<30 {
 		t.Fatalf("GetAllocatableResources: %v, %v", alloc, err)
 	}
 	if filepath.Base(socket) != "kubelet.sock" || filepath.Base(filepath.Dir(socket)) != "pod-resources" {

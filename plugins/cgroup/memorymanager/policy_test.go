@@ -22,7 +22,9 @@ func numa(ids ...int32) []*cgroupv1.NUMANode {
 }
 
 func TestNewPolicyAndTables(t *testing.T) {
-	mem := func(node int, v int64) Reservation { return Reservation{NUMANode: node, Limits: map[string]int64{"memory": v}} }
+	mem := func(node int, v int64) Reservation {
+		return Reservation{NUMANode: node, Limits: map[string]int64{"memory": v}}
+	}
 	for _, tc := range []struct {
 		name     string
 		policy   string
