@@ -256,7 +256,23 @@ plugin "probes" "default" {
 }
 
 plugin "cgroup" "default" {
-  config {}
+  # Every key of this block: docs/cgroups.md. The resource managers:
+  config {
+    # memoryManagerPolicy: "None", or "Static" (a Guaranteed pod's memory
+    # and hugepages pinned to NUMA nodes; needs reserved_memory).
+    memory_manager_policy = "None"
+    # reservedMemory: what the system keeps of each NUMA node, by type
+    # (memory, hugepages-<size>); per type the entries add up to what node
+    # allocatable holds back (kube_reserved + system_reserved + the
+    # eviction hard threshold), e.g.
+    # [{ numa_node = 0, limits = { memory = "1124Mi" } }].
+    reserved_memory = []
+    # topologyManagerPolicy: "none", "best-effort", "restricted" or
+    # "single-numa-node" (NUMA alignment of CPUs, memory and devices).
+    topology_manager_policy = "none"
+    # topologyManagerScope: "container" or "pod".
+    topology_manager_scope = "container"
+  }
 }
 
 plugin "stats" "default" {

@@ -23,9 +23,11 @@ type CgroupAdmitter interface {
 // CapabilityCgroupAdmit says the plugin implements CgroupAdmitter.
 const CapabilityCgroupAdmit = "cgroup.admit"
 
-// CPUAllocator is optional: the kubelet's CPU manager, deciding which
-// containers get CPUs for themselves. Without it the core runs the
-// kubelet's "none" policy: every container gets every CPU.
+// CPUAllocator is optional: the kubelet's resource managers at admission
+// (topology, CPU and memory managers), deciding which containers get CPUs
+// for themselves and on which NUMA nodes their memory goes. Without it
+// the core runs the kubelet's "none" policies: every container gets every
+// CPU and every NUMA node's memory.
 type CPUAllocator interface {
 	AllocateCPUs(ctx context.Context, req *cgroupv1.AllocateCPUsRequest) (*cgroupv1.AllocateCPUsResponse, error)
 }

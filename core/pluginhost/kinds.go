@@ -46,7 +46,7 @@ var kinds = []KindInfo{
 	{
 		Kind: Cgroup, Singleton: true, APIVersions: []string{"v1"},
 		Capabilities: []string{sdk.CapabilityCgroupAdmit},
-		Fallback:     "Not configured: pods run without a cgroup parent or resource settings (the runtime's defaults), every pod is admitted. Down: running pods keep their last good plan and cgroups; new pods are neither admitted nor rejected but wait until the plugin is back. CPU manager: exclusive CPUs stay where they are (cpu_manager_state) and the reconcile loop keeps the shared pool as the state says; a terminated pod's CPUs return to the pool without the plugin; no pod is given CPUs without it, as upstream never moves an assigned CPU nor runs a Guaranteed pod in the shared pool.",
+		Fallback:     "Not configured: pods run without a cgroup parent or resource settings (the runtime's defaults), every pod is admitted. Down: running pods keep their last good plan and cgroups; new pods are neither admitted nor rejected but wait until the plugin is back. CPU manager: exclusive CPUs stay where they are (cpu_manager_state) and the reconcile loop keeps the shared pool as the state says; a terminated pod's CPUs return to the pool without the plugin; no pod is given CPUs without it, as upstream never moves an assigned CPU nor runs a Guaranteed pod in the shared pool. Memory manager: pinned memory stays (memory_manager_state) and returns when its pod ends, without the plugin.",
 	},
 	{
 		Kind: Probes, Singleton: true, APIVersions: []string{"v1"},
