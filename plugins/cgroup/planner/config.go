@@ -144,8 +144,12 @@ func (c *Config) Validate() error {
 	if _, err := c.MemoryPolicy(); err != nil {
 		fail("memory_manager_policy", "%v", err)
 	}
-	if _, err := topology.NewPolicy(c.TopologyManagerPolicy, c.TopologyManagerScope); err != nil {
+	// Each key checked on its own, so that the error names it.
+	if _, err := topology.NewPolicy(c.TopologyManagerPolicy, topology.ScopeContainer); err != nil {
 		fail("topology_manager_policy", "%v", err)
+	}
+	if _, err := topology.NewPolicy(topology.PolicyNone, c.TopologyManagerScope); err != nil {
+		fail("topology_manager_scope", "%v", err)
 	}
 	if len(errs) > 0 {
 		return errs

@@ -14,7 +14,8 @@ func TestConfigDefaultsAreTheKubelets(t *testing.T) {
 	cfg.SetDefaults()
 	if !cfg.CgroupsPerQOS || !cfg.CPUCFSQuota || cfg.CPUCFSQuotaPeriod.Duration != 100*time.Millisecond ||
 		cfg.PodPidsLimit != -1 || !slices.Equal(cfg.EnforceNodeAllocatable, []string{"pods"}) ||
-		len(cfg.KubeReserved) != 0 || len(cfg.SystemReserved) != 0 {
+		len(cfg.KubeReserved) != 0 || len(cfg.SystemReserved) != 0 || cfg.MemoryManagerPolicy != "None" ||
+		cfg.TopologyManagerPolicy != "none" || cfg.TopologyManagerScope != "container" {
 		t.Errorf("defaults = %+v", cfg)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -50,6 +51,18 @@ func TestConfigValidate(t *testing.T) {
 		{"period bounds are inclusive", func(c *Config) { c.CPUCFSQuotaPeriod.Duration = time.Second }, nil},
 		{"pod_pids_limit 0 means none", func(c *Config) { c.PodPidsLimit = 0 }, nil},
 		{"pod_pids_limit below -1", func(c *Config) { c.PodPidsLimit = -2 }, []string{"pod_pids_limit"}},
+		{"the static memory manager with reserved memory", func(c *Config) {
+			c.MemoryManagerPolicy = "Static"
+			c.ReservedMemory = []MemoryReservation{{NUMANode: 0, Limits: map[string]sdk.Quantity{"memory": q("1Gi"), "hugepages-2Mi": q("0")}}}
+		}, nil},
+		{"the static memory manager without", func(c *Config) { c.MemoryManagerPolicy = "Static" }, []string{"memory_manager_policy"}},
+		{"reserved memory of a non-memory type", func(c *Config) {
+			c.MemoryManagerPolicy = "Static"
+			c.ReservedMemory = []MemoryReservation{{NUMANode: 0, Limits: map[string]sdk.Quantity{"memory": q("1Gi"), "cpu": q("1")}}}
+		}, []string{"memory_manager_policy"}},
+		{"memory manager policies are capitalised", func(c *Config) { c.MemoryManagerPolicy = "static" }, []string{"memory_manager_policy"}},
+		{"every topology policy and scope", func(c *Config) { c.TopologyManagerPolicy, c.TopologyManagerScope = "restricted", "pod" }, nil},
+		{"unknown topology scope", func(c *Config) { c.TopologyManagerScope = "node" }, []string{"topology_manager_scope"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
