@@ -155,6 +155,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 	}
 	resizes := resize.New(a.recorder)
 	resizes.StaticCPUPolicy = p.cgroups.StaticCPUPolicy
+	resizes.StaticMemoryPolicy = p.cgroups.StaticMemoryPolicy
 	p.runtime, err = podruntime.New(podruntime.Options{
 		CRI:                   client,
 		NodeName:              cfg.NodeName,

@@ -243,3 +243,14 @@ func (m *Manager) AllocatableMemory() []nodefacts.MemoryBlock {
 	}
 	return out
 }
+
+// StaticMemoryPolicy reports whether the memory manager's Static policy
+// is in force, for the resize decision (upstream's canResizePod).
+func (m *Manager) StaticMemoryPolicy() bool {
+	if m.cpu == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cpu.memory.policy == memoryPolicyStatic
+}

@@ -60,6 +60,9 @@ func TestStaticMemoryManager(t *testing.T) {
 	if plan, _ := m.PlanPod(ctx, b); plan.Containers["c0"].GetCpusetMems() != "" {
 		t.Fatalf("a Burstable container's memory is not pinned; got cpuset.mems %q", plan.Containers["c0"].GetCpusetMems())
 	}
+	if !m.StaticMemoryPolicy() {
+		t.Fatal("the Static memory policy is not reported for resizes")
+	}
 	got := m.ContainerMemory(g.UID, "c0")
 	if len(got) != 1 || got[0].Type != "memory" || got[0].Size != uGi || len(got[0].NUMAAffinity) != 1 || got[0].NUMAAffinity[0] != 0 {
 		t.Fatalf("the pod-resources view of the container's memory: %+v", got)

@@ -50,6 +50,8 @@ type Manager struct {
 	// StaticCPUPolicy reports whether the CPU manager's static policy is in
 	// force (core/kinds/cgroup); nil: it never is.
 	StaticCPUPolicy func() bool
+	// StaticMemoryPolicy likewise for the memory manager's Static policy.
+	StaticMemoryPolicy func() bool
 
 	mu     sync.Mutex
 	pods   map[types.UID]*podState
@@ -62,6 +64,12 @@ type Manager struct {
 // changed in place (the InPlacePodVerticalScalingExclusiveCPUs gate is off
 // in v1.34).
 const cpuManagerInfeasible = `Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"`
+
+// memoryManagerInfeasible is upstream's message for a memory resize of a
+// Guaranteed pod under the Static memory policy: its pinned memory cannot
+// be changed in place (InPlacePodVerticalScalingExclusiveMemory is off in
+// v1.34).
+const memoryManagerInfeasible = `Resize is infeasible for Guaranteed Pods alongside Memory Manager policy "Static"`
 
 // New makes an empty Manager; recorder (nil: none) gets the kubelet's
 // ResizeCompleted events.
@@ -170,8 +178,14 @@ func (m *Manager) Resize(pod *v1.Pod, allocatable v1.ResourceList, fits Fits) *v
 		defer m.mu.Unlock()
 		return m.allocatedLocked(pod)
 	}
-	if m.StaticCPUPolicy != nil && status.GetPodQOS(pod) == v1.PodQOSGuaranteed && cpuRequestChanged(pod, st.allocated) && m.StaticCPUPolicy() {
+	guaranteed := status.GetPodQOS(pod) == v1.PodQOSGuaranteed
+	if m.StaticCPUPolicy != nil && guaranteed && requestChanged(pod, st.allocated, v1.ResourceCPU) && m.StaticCPUPolicy() {
 		m.setPending(st, pod, ReasonInfeasible, cpuManagerInfeasible)
+		defer m.mu.Unlock()
+		return m.allocatedLocked(pod)
+	}
+	if m.StaticMemoryPolicy != nil && guaranteed && requestChanged(pod, st.allocated, v1.ResourceMemory) && m.StaticMemoryPolicy() {
+		m.setPending(st, pod, ReasonInfeasible, memoryManagerInfeasible)
 		defer m.mu.Unlock()
 		return m.allocatedLocked(pod)
 	}
@@ -201,13 +215,13 @@ func (m *Manager) Resize(pod *v1.Pod, allocatable v1.ResourceList, fits Fits) *v
 	return pod
 }
 
-// cpuRequestChanged reports whether a resizable container's cpu request
+// requestChanged reports whether a resizable container's request of name
 // differs from its allocation (upstream's
 // guaranteedPodResourceResizeRequired: requests equal limits there).
-func cpuRequestChanged(pod *v1.Pod, allocated map[string]v1.ResourceRequirements) bool {
+func requestChanged(pod *v1.Pod, allocated map[string]v1.ResourceRequirements, name v1.ResourceName) bool {
 	changed := false
 	visit(pod, func(c *v1.Container) {
-		want, had := c.Resources.Requests[v1.ResourceCPU], allocated[c.Name].Requests[v1.ResourceCPU]
+		want, had := c.Resources.Requests[name], allocated[c.Name].Requests[name]
 		if !want.Equal(had) {
 			changed = true
 		}

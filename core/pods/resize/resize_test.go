@@ -202,3 +202,26 @@ func TestStaticCPUPolicyAllowsMemoryResize(t *testing.T) {
 		t.Fatalf("a memory resize under the static CPU policy was held: %v", m.Conditions(resized, running))
 	}
 }
+
+// TestStaticMemoryPolicyHoldsMemoryResize: under the Static memory policy
+// a Guaranteed pod's memory is pinned; a resize of it is infeasible with
+// upstream's message, and its cpu resizes as anywhere.
+func TestStaticMemoryPolicyHoldsMemoryResize(t *testing.T) {
+	m := New(nil)
+	m.StaticMemoryPolicy = func() bool { return true }
+	old := pod("1", "64Mi")
+	m.Admitted(old)
+	m.SetActuated(old.UID, "app", old.Spec.Containers[0].Resources)
+	resized := pod("1", "128Mi")
+	if got := m.Resize(resized, allocatable, fits(true, "")); got == resized {
+		t.Fatal("a memory resize under the Static memory policy was allocated")
+	}
+	cs := m.Conditions(resized, running)
+	if len(cs) != 1 || cs[0].Reason != ReasonInfeasible || cs[0].Message != memoryManagerInfeasible {
+		t.Fatalf("conditions %v, want PodResizePending Infeasible with upstream's message", cs)
+	}
+	cpu := pod("2", "64Mi")
+	if got := m.Resize(cpu, allocatable, fits(true, "")); got != cpu {
+		t.Fatalf("a cpu resize under the Static memory policy was held: %v", m.Conditions(cpu, running))
+	}
+}
