@@ -272,51 +272,6 @@ func (m *Manager) learnCPUPolicy(ctx context.Context) error {
 	return nil
 }
 
-// ContainerCPUs are a container's exclusive CPUs (the kubelet's
-// GetExclusiveCPUs), for the pod-resources API.
-func (m *Manager) ContainerCPUs(uid types.UID, container string) []int64 {
-	if m.cpu == nil {
-		return nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return int64s(m.cpu.state.assigned[string(uid)][container])
-}
-
-// StaticCPUPolicy reports whether the static CPU manager policy is in
-// force, for the resize decision (upstream's canResizePod).
-func (m *Manager) StaticCPUPolicy() bool {
-	if m.cpu == nil {
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.cpu.state.policy == policyStatic
-}
-
-// AllocatableCPUs are the CPUs the static policy may hand out: the online
-// ones minus the reserved; none under another policy (the kubelet's
-// GetAllocatableCPUs).
-func (m *Manager) AllocatableCPUs() []int64 {
-	if m.cpu == nil {
-		return nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cpu.state.policy != policyStatic || !m.cpu.known {
-		return nil
-	}
-	return int64s(m.cpu.online.Difference(m.cpu.reserved))
-}
-
-func int64s(set cpuset.CPUSet) []int64 {
-	var out []int64
-	for _, id := range set.List() {
-		out = append(out, int64(id))
-	}
-	return out
-}
-
 // checkAllocation is the core's final say over an allocation: only the
 // pod's own containers, only online CPUs outside the reserved ones, no CPU
 // handed out twice, and a shared pool left for everything else. It

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/cpuset"
 
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
@@ -44,4 +45,49 @@ func sysfsInt(path string) int32 {
 	}
 	n, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
 	return int32(n)
+}
+
+// ContainerCPUs are a container's exclusive CPUs (the kubelet's
+// GetExclusiveCPUs), for the pod-resources API.
+func (m *Manager) ContainerCPUs(uid types.UID, container string) []int64 {
+	if m.cpu == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return int64s(m.cpu.state.assigned[string(uid)][container])
+}
+
+// StaticCPUPolicy reports whether the static CPU manager policy is in
+// force, for the resize decision (upstream's canResizePod).
+func (m *Manager) StaticCPUPolicy() bool {
+	if m.cpu == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cpu.state.policy == policyStatic
+}
+
+// AllocatableCPUs are the CPUs the static policy may hand out: the online
+// ones minus the reserved; none under another policy (the kubelet's
+// GetAllocatableCPUs).
+func (m *Manager) AllocatableCPUs() []int64 {
+	if m.cpu == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cpu.state.policy != policyStatic || !m.cpu.known {
+		return nil
+	}
+	return int64s(m.cpu.online.Difference(m.cpu.reserved))
+}
+
+func int64s(set cpuset.CPUSet) []int64 {
+	var out []int64
+	for _, id := range set.List() {
+		out = append(out, int64(id))
+	}
+	return out
 }
