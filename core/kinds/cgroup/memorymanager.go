@@ -3,6 +3,7 @@ package cgroup
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -183,8 +184,22 @@ func (c *cpuManager) checkMemory(pod *v1.Pod, resp *cgroupv1.AllocateCPUsRespons
 	return next, nil
 }
 
-// commitMemory saves a new memory state. Called with Manager.mu held.
+// commitMemory saves a new memory state; an unchanged one is written only
+// if the file is missing. Called with Manager.mu held.
 func (c *cpuManager) commitMemory(next *memoryState) error {
+	if next.policy == c.memory.policy && maps.EqualFunc(next.tables, c.memory.tables, maps.Equal) &&
+		maps.EqualFunc(next.assigned, c.memory.assigned, func(a, b map[string][]nodefacts.MemoryBlock) bool {
+			return maps.EqualFunc(a, b, func(x, y []nodefacts.MemoryBlock) bool {
+				return slices.EqualFunc(x, y, func(p, q nodefacts.MemoryBlock) bool {
+					return p.Type == q.Type && p.Size == q.Size && slices.Equal(p.NUMAAffinity, q.NUMAAffinity)
+				})
+			})
+		}) {
+		if _, err := os.Stat(c.memPath); err == nil {
+			c.memory = next
+			return nil
+		}
+	}
 	if err := next.save(c.memPath); err != nil {
 		return err
 	}
