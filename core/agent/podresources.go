@@ -14,11 +14,13 @@ import (
 func (a *Agent) servePodResources(ctx context.Context, p *pods) {
 	err := podresources.Serve(ctx, podresources.SocketPath(a.cfg.RootDir), podresources.Options{
 		ActivePods:       p.loop.ActivePods,
+		Pods:             p.loop.DesiredPods,
 		ContainerDevices: p.devices.ContainerDevices,
 		HealthyDevices:   p.devices.HealthyDevices,
 		NoNUMANode:       devices.NoNUMANode,
 		ContainerCPUs:    p.cgroups.ContainerCPUs,
 		AllocatableCPUs:  p.cgroups.AllocatableCPUs,
+		Registerer:       a.metrics,
 		Logger:           a.log.Named("podresources"),
 	})
 	if err != nil {
