@@ -143,3 +143,37 @@ func TestInhibitDelayNotRaised(t *testing.T) {
 		t.Errorf("Start = %v, want a refusal naming logind's 5s", err)
 	}
 }
+
+// TestShutdownByPodPriorityOnPrivateBus: the priority-based form
+// (shutdown_grace_period_by_pod_priority) with three groups: logind's
+// delay is raised to their sum, and the pods are killed lowest priority
+// first, each with its own grace capped by its group's period.
+func TestShutdownByPodPriorityOnPrivateBus(t *testing.T) {
+	bus := privatebus.Start(t)
+	conf := t.TempDir()
+	logind := privatebus.StartLogind(t, bus, privatebus.LogindOptions{Delay: 5 * time.Second, ConfDir: conf})
+	pods := &recordingPods{st: map[string]v1.PodStatus{}, pods: []*v1.Pod{
+		pod("critical", ptr[int32](2000000000), nil),
+		pod("custom", ptr[int32](150000), ptr[int64](4)),
+		pod("ordinary", nil, ptr[int64](60)),
+	}}
+	periods := Periods(0, 0, []Period{{100000, 8 * time.Second}, {0, 20 * time.Second}, {2000000000, 5 * time.Second}})
+	m, err := New(Options{Periods: periods, Pods: pods, BusAddress: bus.Address, LogindConfDir: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	logind.Expect("reload 33000000", 10*time.Second)
+	logind.Expect("held 1", 10*time.Second)
+	logind.Send("prepare true")
+	logind.Expect("released 1", 30*time.Second)
+	pods.mu.Lock()
+	defer pods.mu.Unlock()
+	if got := strings.Join(pods.kill, " "); got != "ordinary/20s custom/4s critical/5s" {
+		t.Errorf("kills = %q, want ordinary (capped at its group's 20s), custom (its own 4s), then critical (5s)", got)
+	}
+}
