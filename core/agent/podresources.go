@@ -14,6 +14,7 @@ import (
 func (a *Agent) servePodResources(ctx context.Context, p *pods) {
 	err := podresources.Serve(ctx, podresources.SocketPath(a.cfg.RootDir), podresources.Options{
 		ActivePods:        p.loop.ActivePods,
+		Pods:              p.loop.DesiredPods,
 		ContainerDevices:  p.devices.ContainerDevices,
 		HealthyDevices:    p.devices.HealthyDevices,
 		NoNUMANode:        devices.NoNUMANode,
@@ -21,6 +22,7 @@ func (a *Agent) servePodResources(ctx context.Context, p *pods) {
 		AllocatableCPUs:   p.cgroups.AllocatableCPUs,
 		ContainerMemory:   p.cgroups.ContainerMemory,
 		AllocatableMemory: p.cgroups.AllocatableMemory,
+		Registerer:        a.metrics,
 		Logger:            a.log.Named("podresources"),
 	})
 	if err != nil {

@@ -136,7 +136,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 	if err := a.newPressure(p, reg); err != nil {
 		return nil, err
 	}
-	if p.shutdown, err = a.newShutdown(p); err != nil {
+	if p.shutdown, err = a.newShutdown(p, reg); err != nil {
 		return nil, err
 	}
 	security, err := newSecurityAdmitter(cfg.AllowedUnsafeSysctls, p.poller)

@@ -3,6 +3,8 @@ package agent
 import (
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/microlet/microlet/core/node/shutdown"
 )
 
@@ -10,7 +12,7 @@ import (
 // (Enabled false) when no grace period is set. Its pods are the sync
 // loop's, built afterwards and reached through p, the kill path eviction
 // uses.
-func (a *Agent) newShutdown(p *pods) (*shutdown.Manager, error) {
+func (a *Agent) newShutdown(p *pods, reg prometheus.Registerer) (*shutdown.Manager, error) {
 	cfg := a.cfg
 	entries, err := cfg.ShutdownGracePeriodsByPodPriority()
 	if err != nil {
@@ -30,6 +32,8 @@ func (a *Agent) newShutdown(p *pods) (*shutdown.Manager, error) {
 			}
 		},
 		NodeEvents: a.nodeEvents,
+		StateDir:   cfg.RootDir,
+		Registerer: reg,
 		Logger:     a.log.Named("shutdown"),
-	}), nil
+	})
 }

@@ -169,6 +169,10 @@ func kubeletBinary(bin string) (string, error) {
 	return bin, nil
 }
 
+// PodLogsDir is the kubelet's podLogsDir, private to it: the pods' log
+// directories, which its container log manager rotates.
+func (k *Kubelet) PodLogsDir() string { return k.podLogsDir }
+
 // config is the kubelet's configuration: defaults, except what standalone
 // operation on a devnode needs.
 func (k *Kubelet) config(endpoint string, healthzPort, serverPort int) *kubeletconfig.KubeletConfiguration {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/microlet/microlet/internal/atomicfile"
 	devicesv1 "github.com/microlet/microlet/proto/microlet/devices/v1"
 )
 
@@ -155,7 +156,7 @@ func (m *Manager) writeCheckpoint() error {
 		return nil
 	}
 	if err == nil {
-		err = writeFileAtomic(m.checkpoint, raw)
+		err = atomicfile.WriteFile(m.checkpoint, raw, 0o600)
 	}
 	if err != nil {
 		m.log.Error("cannot write the device checkpoint; it is stale until a later write succeeds", "checkpoint", m.checkpoint, "error", err)
@@ -196,35 +197,4 @@ func (m *Manager) encodeCheckpoint() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(checkpointFile{Data: encoded, Checksum: checksum(encoded)})
-}
-
-// writeFileAtomic replaces path with content: a crash leaves either the
-// old file or the new one, never a part.
-func writeFileAtomic(path string, content []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -46,9 +46,6 @@ func New(opts Options) (*Watcher, error) {
 	if opts.Path == "" {
 		opts.Path = KernelLog
 	}
-	if opts.Logger == nil {
-		opts.Logger = hclog.NewNullLogger()
-	}
 	dev, err := os.Open(opts.Path)
 	if err != nil {
 		return nil, fmt.Errorf("opening the kernel log: %w", err)
@@ -57,9 +54,21 @@ func New(opts Options) (*Watcher, error) {
 		dev.Close()
 		return nil, fmt.Errorf("seeking to the kernel log's end: %w", err)
 	}
+	w, err := newWatcher(dev, opts)
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// newWatcher reads kernel log records from dev, one a read.
+func newWatcher(dev *os.File, opts Options) (*Watcher, error) {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
 	var now unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
-		dev.Close()
 		return nil, fmt.Errorf("reading the monotonic clock: %w", err)
 	}
 	w := &Watcher{opts: opts, log: opts.Logger, dev: dev,
@@ -71,7 +80,6 @@ func New(opts Options) (*Watcher, error) {
 		}, []string{"scope"}),
 	}
 	if err := promreg.Register(opts.Registerer, w.kills); err != nil {
-		dev.Close()
 		return nil, err
 	}
 	return w, nil

@@ -17,6 +17,7 @@ import (
 	"slices"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -42,8 +43,11 @@ func SocketPath(rootDir string) string {
 // Options are where the answers come from.
 type Options struct {
 	// ActivePods are the pods listed (the kubelet's
-	// KubeletPodResourcesListUseActivePods, on by default).
+	// KubeletPodResourcesListUseActivePods, on by default); Pods every pod
+	// the node has (the kubelet's pod manager), where Get looks a pod up:
+	// one that has ended is still found. Nil Pods: ActivePods.
 	ActivePods func() []*v1.Pod
+	Pods       func() []*v1.Pod
 	// ContainerDevices and HealthyDevices are the devices manager's:
 	// device IDs by resource and NUMA node (NoNUMANode for none). Nil: no
 	// devices.
@@ -59,18 +63,29 @@ type Options struct {
 	// node and type. Nil: none.
 	ContainerMemory   func(uid types.UID, container string) []nodefacts.MemoryBlock
 	AllocatableMemory func() []nodefacts.MemoryBlock
-	Logger            hclog.Logger
+	// Registerer gets the kubelet's pod_resources_endpoint_* counters;
+	// nil: not exported.
+	Registerer prometheus.Registerer
+	Logger     hclog.Logger
 }
 
 type server struct {
 	podresourcesv1.UnsafePodResourcesListerServer
-	opts Options
+	opts    Options
+	metrics *metrics
 }
 
 // Serve listens on the socket (a stale one is replaced; the directory is
 // created 0750 as the kubelet's) and serves until ctx ends, then removes
 // the socket.
 func Serve(ctx context.Context, path string, opts Options) error {
+	if opts.Pods == nil {
+		opts.Pods = opts.ActivePods
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return fmt.Errorf("pod-resources: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return fmt.Errorf("pod-resources: %w", err)
 	}
@@ -88,7 +103,7 @@ func Serve(ctx context.Context, path string, opts Options) error {
 		}
 		return h(ctx, req)
 	}))
-	podresourcesv1.RegisterPodResourcesListerServer(srv, &server{opts: opts})
+	podresourcesv1.RegisterPodResourcesListerServer(srv, &server{opts: opts, metrics: m})
 	go func() {
 		<-ctx.Done()
 		srv.Stop()
@@ -105,6 +120,7 @@ func Serve(ctx context.Context, path string, opts Options) error {
 }
 
 func (s *server) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
+	s.metrics.request(s.metrics.list)
 	resp := &podresourcesv1.ListPodResourcesResponse{}
 	for _, pod := range s.opts.ActivePods() {
 		resp.PodResources = append(resp.PodResources, s.podResources(pod))
@@ -113,18 +129,21 @@ func (s *server) List(context.Context, *podresourcesv1.ListPodResourcesRequest) 
 }
 
 func (s *server) Get(_ context.Context, req *podresourcesv1.GetPodResourcesRequest) (*podresourcesv1.GetPodResourcesResponse, error) {
-	pods := s.opts.ActivePods()
+	s.metrics.request(s.metrics.get)
+	pods := s.opts.Pods()
 	i := slices.IndexFunc(pods, func(p *v1.Pod) bool {
 		return p.Namespace == req.GetPodNamespace() && p.Name == req.GetPodName()
 	})
 	if i < 0 {
 		// The kubelet's words, as a plain error (code Unknown) as it sends it.
+		s.metrics.getErrors.WithLabelValues(apiVersion).Inc()
 		return nil, fmt.Errorf("pod %s in namespace %s not found", req.GetPodName(), req.GetPodNamespace())
 	}
 	return &podresourcesv1.GetPodResourcesResponse{PodResources: s.podResources(pods[i])}, nil
 }
 
 func (s *server) GetAllocatableResources(context.Context, *podresourcesv1.AllocatableResourcesRequest) (*podresourcesv1.AllocatableResourcesResponse, error) {
+	s.metrics.request(s.metrics.getAllocatable)
 	resp := &podresourcesv1.AllocatableResourcesResponse{}
 	if s.opts.HealthyDevices != nil {
 		resp.Devices = s.devices(s.opts.HealthyDevices())

@@ -4,9 +4,12 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
@@ -24,8 +27,16 @@ func TestServer(t *testing.T) {
 		InitContainers: []v1.Container{{Name: "setup"}, {Name: "sidecar", RestartPolicy: &always}},
 		Containers:     []v1.Container{{Name: "app"}},
 	}}
+	// ended has stopped: not listed, but Get still finds it, as the
+	// kubelet's pod manager does.
+	ended := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u2", Name: "done", Namespace: "ml"}, Spec: v1.PodSpec{
+		Containers: []v1.Container{{Name: "app"}},
+	}}
+	reg := prometheus.NewPedanticRegistry()
 	opts := Options{
 		ActivePods: func() []*v1.Pod { return []*v1.Pod{pod} },
+		Pods:       func() []*v1.Pod { return []*v1.Pod{ended, pod} },
+		Registerer: reg,
 		ContainerDevices: func(uid types.UID, c string) map[string]map[int64][]string {
 			if uid == "u1" && c == "app" {
 				return map[string]map[int64][]string{"vendor.example/gpu": {0: {"gpu0"}, -1: {"gpu9"}}}
@@ -110,10 +121,36 @@ func TestServer(t *testing.T) {
 	if err != nil || len(got.GetPodResources().GetContainers()) != 2 {
 		t.Fatalf("Get: %v, %v", got, err)
 	}
+	if got, err := client.Get(t.Context(), &podresourcesv1.GetPodResourcesRequest{PodName: "done", PodNamespace: "ml"}); err != nil || got.GetPodResources().GetName() != "done" {
+		t.Fatalf("Get of the ended pod: %v, %v", got, err)
+	}
 	alloc, err := client.GetAllocatableResources(t.Context(), &podresourcesv1.AllocatableResourcesRequest{})
 	if err != nil || !slices.Equal(alloc.GetCpuIds(), []int64{1}) || len(alloc.GetDevices()) != 1 || len(alloc.GetDevices()[0].GetDeviceIds()) != 2 ||
 		len(alloc.GetMemory()) != 1 || alloc.GetMemory()[0].GetSize() != 3<<30 {
 		t.Fatalf("GetAllocatableResources: %v, %v", alloc, err)
+	}
+	// The kubelet's counters: one List (the retries above that failed
+	// never reached the server), three Gets of which one failed, one
+	// GetAllocatableResources.
+	want := `
+# HELP kubelet_pod_resources_endpoint_errors_get Number of requests to the PodResource Get endpoint which returned error. Broken down by server api version.
+# TYPE kubelet_pod_resources_endpoint_errors_get counter
+kubelet_pod_resources_endpoint_errors_get{server_api_version="v1"} 1
+# HELP kubelet_pod_resources_endpoint_requests_get Number of requests to the PodResource Get endpoint. Broken down by server api version.
+# TYPE kubelet_pod_resources_endpoint_requests_get counter
+kubelet_pod_resources_endpoint_requests_get{server_api_version="v1"} 3
+# HELP kubelet_pod_resources_endpoint_requests_get_allocatable Number of requests to the PodResource GetAllocatableResources endpoint. Broken down by server api version.
+# TYPE kubelet_pod_resources_endpoint_requests_get_allocatable counter
+kubelet_pod_resources_endpoint_requests_get_allocatable{server_api_version="v1"} 1
+# HELP kubelet_pod_resources_endpoint_requests_list Number of requests to the PodResource List endpoint. Broken down by server api version.
+# TYPE kubelet_pod_resources_endpoint_requests_list counter
+kubelet_pod_resources_endpoint_requests_list{server_api_version="v1"} 1
+# HELP kubelet_pod_resources_endpoint_requests_total Cumulative number of requests to the PodResource endpoint. Broken down by server api version.
+# TYPE kubelet_pod_resources_endpoint_requests_total counter
+kubelet_pod_resources_endpoint_requests_total{server_api_version="v1"} 5
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
 	}
 	if filepath.Base(socket) != "kubelet.sock" || filepath.Base(filepath.Dir(socket)) != "pod-resources" {
 		t.Fatalf("socket %s, want <root_dir>/pod-resources/kubelet.sock", socket)

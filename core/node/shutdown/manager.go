@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 
@@ -48,22 +49,29 @@ type Options struct {
 	OnChange func()
 	// NodeEvents records the node's Shutdown events; nil records none.
 	NodeEvents *events.Node
+	// StateDir holds StateFile (the root dir, as upstream's); "": none
+	// kept. Registerer gets the kubelet's graceful_shutdown_*_time_seconds
+	// gauges; nil: not exported.
+	StateDir   string
+	Registerer prometheus.Registerer
 	Logger     hclog.Logger
 }
 
 // Manager holds the inhibitor lock and stops the pods when logind says
 // the machine shuts down.
 type Manager struct {
-	opts Options
-	log  hclog.Logger
+	opts   Options
+	log    hclog.Logger
+	record *record
 
 	mu           sync.Mutex
 	shuttingDown bool
 	lock         int // the inhibitor lock's descriptor; -1: none
 }
 
-// New returns a manager; Enabled says whether it has anything to do.
-func New(opts Options) *Manager {
+// New returns a manager; Enabled says whether it has anything to do. The
+// gauges are registered either way, as the kubelet's.
+func New(opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
@@ -73,7 +81,11 @@ func New(opts Options) *Manager {
 	if opts.NodeEvents == nil {
 		opts.NodeEvents = events.NewNode(nil, "")
 	}
-	return &Manager{opts: opts, log: opts.Logger, lock: -1}
+	r, err := newRecord(opts.StateDir, opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{opts: opts, log: opts.Logger, record: r, lock: -1}, nil
 }
 
 // Enabled: a grace period is configured.
@@ -111,6 +123,9 @@ func (m *Manager) Start(ctx context.Context) error {
 		return err
 	}
 	m.log.Info("graceful node shutdown is on", "periods", m.opts.Periods)
+	if err := m.record.load(); err != nil {
+		m.log.Error("failed to load graceful shutdown state", "error", err)
+	}
 	go func() {
 		for {
 			m.handle(ctx, l, events)
@@ -224,8 +239,7 @@ func (m *Manager) handle(ctx context.Context, l *logind, prepare <-chan bool) {
 				m.opts.OnChange()
 			}
 			if active {
-				m.stopPods()
-				m.release()
+				m.processShutdown()
 				m.log.Info("pods stopped for the node's shutdown; inhibitor lock released")
 			} else if err := m.acquire(l); err != nil {
 				// Upstream ignores it too: the next connection takes one.
@@ -233,6 +247,21 @@ func (m *Manager) handle(ctx context.Context, l *logind, prepare <-chan bool) {
 			}
 		}
 	}
+}
+
+// processShutdown stops the pods between the state file's start and end
+// times, then releases the lock: the end is on disk before the machine
+// goes down (upstream processShutdownEvent).
+func (m *Manager) processShutdown() {
+	start := time.Now()
+	if err := m.record.begin(start); err != nil {
+		m.log.Error("failed to store graceful shutdown state", "error", err)
+	}
+	m.stopPods()
+	if err := m.record.finish(start, time.Now()); err != nil {
+		m.log.Error("failed to store graceful shutdown state", "error", err)
+	}
+	m.release()
 }
 
 // stopPods kills the active pods group by group, lowest priority first;

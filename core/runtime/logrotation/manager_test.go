@@ -3,10 +3,12 @@ package logrotation
 import (
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,5 +76,106 @@ func TestManagerRotatesCompressesAndBounds(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, want[2])); string(b) != "dddd" {
 		t.Errorf("newest rotation holds %q, want dddd", b)
+	}
+}
+
+// blockingRuntime has n running containers whose status calls wait for
+// release, counting how many are in flight at once.
+type blockingRuntime struct {
+	n        int
+	release  chan struct{}
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	checked  int
+	reached  chan struct{} // closed once want calls are in flight
+	want     int
+	lists    int
+}
+
+func (f *blockingRuntime) ListContainers(context.Context, *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	f.mu.Lock()
+	f.lists++
+	f.mu.Unlock()
+	out := make([]*runtimeapi.Container, f.n)
+	for i := range out {
+		out[i] = &runtimeapi.Container{Id: fmt.Sprint(i), State: runtimeapi.ContainerState_CONTAINER_RUNNING}
+	}
+	return out, nil
+}
+
+func (f *blockingRuntime) ContainerStatus(ctx context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
+	f.mu.Lock()
+	f.inFlight++
+	f.most = max(f.most, f.inFlight)
+	if f.inFlight == f.want && f.reached != nil {
+		close(f.reached)
+		f.reached = nil
+	}
+	f.mu.Unlock()
+	<-f.release
+	f.mu.Lock()
+	f.inFlight--
+	f.checked++
+	f.mu.Unlock()
+	// No log path: nothing to rotate.
+	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Id: id}}, nil
+}
+
+func (f *blockingRuntime) ReopenContainerLog(context.Context, string) error { return nil }
+
+// TestCycleUsesMaxWorkers: container_log_max_workers containers are
+// checked at once, never more.
+func TestCycleUsesMaxWorkers(t *testing.T) {
+	rt := &blockingRuntime{n: 7, release: make(chan struct{}), reached: make(chan struct{}), want: 3}
+	reached := rt.reached
+	m, err := New(Options{Runtime: rt, MaxSize: 1, MaxFiles: 2, Interval: time.Second, Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { m.Cycle(context.Background()); close(done) }()
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("three workers never checked containers at once")
+	}
+	close(rt.release)
+	<-done
+	if rt.most != 3 || rt.checked != 7 {
+		t.Errorf("at most %d checks at once and %d checked, want 3 and 7", rt.most, rt.checked)
+	}
+}
+
+// TestRunChecksEveryInterval: Run checks at once, then every
+// container_log_monitor_interval until its context ends; a negative
+// max size turns it off.
+func TestRunChecksEveryInterval(t *testing.T) {
+	rt := &blockingRuntime{release: make(chan struct{})}
+	close(rt.release)
+	m, err := New(Options{Runtime: rt, MaxSize: 1, MaxFiles: 2, Interval: 10 * time.Millisecond, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { m.Run(ctx); close(stopped) }()
+	lists := func() int { rt.mu.Lock(); defer rt.mu.Unlock(); return rt.lists }
+	for deadline := time.Now().Add(10 * time.Second); lists() < 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d checks in 10s with a 10ms interval", lists())
+		}
+	}
+	cancel()
+	<-stopped
+
+	off := &blockingRuntime{}
+	m, err = New(Options{Runtime: off, MaxSize: -1, MaxFiles: 2, Interval: 10 * time.Millisecond, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Run(context.Background()) // returns at once
+	if off.lists != 0 {
+		t.Errorf("rotation off, yet %d checks", off.lists)
 	}
 }

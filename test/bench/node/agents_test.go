@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+
 	"github.com/microlet/microlet/internal/devnode"
 )
 
@@ -39,7 +41,11 @@ type kubelet struct {
 	k    *devnode.Kubelet
 }
 
-func startKubelet(b *testing.B) system {
+func startKubelet(b *testing.B) system { return runKubelet(b, kubeletStartTimeout, nil) }
+
+// runKubelet starts the kubelet on a node of its own, waiting at most
+// timeout; configure, if set, changes its KubeletConfiguration.
+func runKubelet(b *testing.B, timeout time.Duration, configure func(*kubeletconfig.KubeletConfiguration)) *kubelet {
 	n := devnode.StartT(b)
 	tools, err := devnode.KubeToolsDir()
 	if err != nil {
@@ -51,7 +57,7 @@ func startKubelet(b *testing.B) system {
 	}
 	// Bounded: StartKubelet waits while another devnode kubelet runs on
 	// the host (an end-to-end test, say).
-	k := devnode.StartKubeletT(b, n, kubeletStartTimeout, devnode.KubeletOptions{Binary: binary})
+	k := devnode.StartKubeletT(b, n, timeout, devnode.KubeletOptions{Binary: binary, Configure: configure})
 	b.Logf("kubelet: pid %d, log %s", k.PID, k.LogPath)
 	return &kubelet{manifestDir: manifestDir{dir: k.ManifestDir, image: n.PauseImage}, node: n, k: k}
 }

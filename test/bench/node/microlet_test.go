@@ -89,8 +89,9 @@ func startBaseline(b *testing.B) system {
 }
 
 // runMicrolet starts the core in bin on a node of its own; name tells its
-// cgroups apart from another microlet's.
-func runMicrolet(b *testing.B, name, bin string) system {
+// cgroups apart from another microlet's; settings are extra top-level
+// config lines.
+func runMicrolet(b *testing.B, name, bin string, settings ...string) *microlet {
 	cgroupRoot := devnode.CgroupT(b, "microlet-bench-node-"+name)
 	n := devnode.StartT(b)
 	root := filepath.Join(n.Dir, "microlet")
@@ -112,7 +113,7 @@ func runMicrolet(b *testing.B, name, bin string) system {
 		b.Fatal(err)
 	}
 	configPath := filepath.Join(n.Dir, "microlet.hcl")
-	if err := os.WriteFile(configPath, []byte(microletConfig(n, bin, root, m.dir, cgroupRoot, port, apiPort)), 0o644); err != nil {
+	if err := os.WriteFile(configPath, []byte(microletConfig(n, bin, root, m.dir, cgroupRoot, port, apiPort, settings)), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	logFile, err := os.Create(m.logPath)
@@ -148,8 +149,9 @@ func runMicrolet(b *testing.B, name, bin string) system {
 // microletConfig is the core's config: defaults, except what puts it on
 // the devnode next to other agents (private root, cgroup root, logs,
 // healthz and node API ports), the static pod path, and one block per
-// plugin. The node API serves, as the kubelet's does, on a port of its own.
-func microletConfig(n *devnode.Node, bin, root, manifests, cgroupRoot string, healthzPort, apiPort int) string {
+// plugin, then settings. The node API serves, as the kubelet's does, on a
+// port of its own.
+func microletConfig(n *devnode.Node, bin, root, manifests, cgroupRoot string, healthzPort, apiPort int, settings []string) string {
 	var c strings.Builder
 	for _, kv := range [][2]string{
 		{"node_name", strconv.Quote("bench-microlet")},
@@ -167,6 +169,9 @@ func microletConfig(n *devnode.Node, bin, root, manifests, cgroupRoot string, he
 		{"port", strconv.Itoa(apiPort)},
 	} {
 		fmt.Fprintf(&c, "%s = %s\n", kv[0], kv[1])
+	}
+	for _, line := range settings {
+		fmt.Fprintln(&c, line)
 	}
 	for _, p := range microletPlugins {
 		fmt.Fprintf(&c, "plugin %q %q {\n  config {\n    %s\n  }\n}\n", p.kind, p.name, p.config(cgroupRoot))

@@ -24,6 +24,9 @@
 // Without E2E_BIN_DIR it builds microlet itself. BENCH_BASELINE_BIN_DIR
 // adds another build (the core before a change) as a fourth system. It needs root; the
 // kubelet comes from hack/kube-tools/build.sh (.cache/kube/bin).
+//
+// BenchmarkLogRotation (logrotation_test.go) measures what container log
+// rotation costs the kubelet and microlet, in CPU per MB rotated.
 package nodebench
 
 import (

@@ -3,6 +3,7 @@
 package nodee2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,4 +120,19 @@ func TestGracefulNodeShutdown(t *testing.T) {
 		t.Errorf("late pod: reason %q message %q", late.Status.Reason, late.Status.Message)
 	}
 	n.expectLog("the node's shutdown", "Shutdown manager detected shutdown event")
+
+	// Upstream's record of the shutdown in root_dir, and its gauges.
+	data, err := os.ReadFile(filepath.Join(n.rootDir, "graceful_node_shutdown_state"))
+	var st struct{ StartTime, EndTime time.Time }
+	if err != nil || json.Unmarshal(data, &st) != nil || st.StartTime.IsZero() || st.EndTime.Before(st.StartTime) {
+		t.Errorf("graceful_node_shutdown_state: %q (%v), want a start and an end after it", data, err)
+	}
+	for name, want := range map[string]time.Time{
+		"kubelet_graceful_shutdown_start_time_seconds": st.StartTime,
+		"kubelet_graceful_shutdown_end_time_seconds":   st.EndTime,
+	} {
+		if got, ok := n.metric(name, nil); !ok || got != float64(want.Unix()) {
+			t.Errorf("%s = %v (present %t), want %d", name, got, ok, want.Unix())
+		}
+	}
 }
