@@ -55,7 +55,7 @@ func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 	}
 	if p.oom, err = oomwatch.New(oomwatch.Options{Logger: a.log.Named("oomwatch"), Registerer: reg,
 		OnSystemOOM: func(victim oomwatch.OOMInstance) {
-			a.nodeEvents.Event(v1.EventTypeWarning, oomwatch.SystemOOMReason, victim.Message())
+			a.nodeEvents.Event(v1.EventTypeWarning, oomwatch.SystemOOMReason, victim.Message(p.oomVictimContainer(victim)))
 		}}); err != nil {
 		a.log.Warn("kernel OOM kills are not reported", "error", err)
 	}
@@ -149,4 +149,24 @@ func imageFsMount(c *cri.Client) func(ctx context.Context) (string, error) {
 		}
 		return "", errors.New("the runtime reports no image filesystem mount point")
 	}
+}
+
+// oomVictimContainer names the container an OOM victim ran in,
+// "<namespace>/<pod>/<container>", from its cgroup and the pod cache; ""
+// for a process of no pod this node knows.
+func (p *pods) oomVictimContainer(victim oomwatch.OOMInstance) string {
+	uid, id, ok := victim.PodContainer()
+	if !ok {
+		return ""
+	}
+	status, err := p.cache.Get(types.UID(uid))
+	if err != nil || status == nil {
+		return ""
+	}
+	for _, c := range status.Containers {
+		if c.ID == id {
+			return status.Namespace + "/" + status.Name + "/" + c.Name
+		}
+	}
+	return ""
 }

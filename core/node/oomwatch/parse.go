@@ -49,12 +49,39 @@ func (o OOMInstance) System() bool { return o.OOMCgroup == "/" }
 // kubelet's.
 const SystemOOMReason = "SystemOOM"
 
-// Message is the kubelet's text of the node event for a system OOM.
-func (o OOMInstance) Message() string {
-	if o.ProcessName == "" || o.PID == 0 {
-		return "System OOM encountered"
+// Message is the kubelet's text of the node event for a system OOM,
+// followed by the victim's container when it had one: the kubelet names
+// only the process, which leaves an operator to search for its pod.
+func (o OOMInstance) Message(container string) string {
+	msg := "System OOM encountered"
+	if o.ProcessName != "" && o.PID != 0 {
+		msg = fmt.Sprintf("%s, victim process: %s, pid: %d", msg, o.ProcessName, o.PID)
 	}
-	return fmt.Sprintf("System OOM encountered, victim process: %s, pid: %d", o.ProcessName, o.PID)
+	if container != "" {
+		msg += ", container: " + container
+	}
+	return msg
+}
+
+// podSegment is a pod's cgroup: "pod<uid>" under cgroupfs,
+// "kubepods-<qos>-pod<uid with _>.slice" under systemd.
+var podSegment = regexp.MustCompile(`pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})(\.slice)?$`)
+
+// PodContainer reads the victim's pod UID and container ID from its
+// cgroup: the segment after the pod's is the container's, named by its
+// ID (cgroupfs) or "<runtime>-<id>.scope" (systemd).
+func (o OOMInstance) PodContainer() (podUID, containerID string, ok bool) {
+	parts := strings.Split(strings.Trim(o.TaskCgroup, "/"), "/")
+	for i := 0; i+1 < len(parts); i++ {
+		if m := podSegment.FindStringSubmatch(parts[i]); m != nil {
+			id := strings.TrimSuffix(parts[i+1], ".scope")
+			if j := strings.LastIndexByte(id, '-'); j >= 0 {
+				id = id[j+1:]
+			}
+			return strings.ReplaceAll(m[1], "_", "-"), id, id != ""
+		}
+	}
+	return "", "", false
 }
 
 // parser assembles OOM kills from kernel log lines, one kill at a time.

@@ -1,6 +1,7 @@
 package oomwatch
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -90,12 +91,34 @@ func TestSystem(t *testing.T) {
 }
 
 func TestMessage(t *testing.T) {
-	for o, want := range map[OOMInstance]string{
-		{PID: 77, ProcessName: "stress"}: "System OOM encountered, victim process: stress, pid: 77",
-		{}:                               "System OOM encountered",
+	for _, c := range []struct {
+		o         OOMInstance
+		container string
+		want      string
+	}{
+		{OOMInstance{PID: 77, ProcessName: "stress"}, "", "System OOM encountered, victim process: stress, pid: 77"},
+		{OOMInstance{}, "", "System OOM encountered"},
+		{OOMInstance{PID: 77, ProcessName: "stress"}, "default/hog/app", "System OOM encountered, victim process: stress, pid: 77, container: default/hog/app"},
 	} {
-		if got := o.Message(); got != want {
-			t.Errorf("%+v: Message() = %q, want %q", o, got, want)
+		if got := c.o.Message(c.container); got != c.want {
+			t.Errorf("%+v, %q: Message() = %q, want %q", c.o, c.container, got, c.want)
+		}
+	}
+}
+
+func TestPodContainer(t *testing.T) {
+	const uid = "0f6a1c3e-8d2b-4f7a-9c1d-2e3f4a5b6c7d"
+	for cgroup, want := range map[string][2]string{
+		"/kubepods/besteffort/pod" + uid + "/4f1e2d": {uid, "4f1e2d"},
+		"/kubepods/pod" + uid + "/abc123":            {uid, "abc123"},
+		"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + strings.ReplaceAll(uid, "-", "_") + ".slice/cri-containerd-abc123.scope": {uid, "abc123"},
+		"/":                              {},
+		"/system.slice/sshd.service":     {},
+		"/kubepods/besteffort/pod" + uid: {},
+	} {
+		gotUID, gotID, ok := OOMInstance{TaskCgroup: cgroup}.PodContainer()
+		if ok != (want[0] != "") || gotUID != want[0] || gotID != want[1] {
+			t.Errorf("%s: PodContainer() = %q, %q, %t; want %q, %q", cgroup, gotUID, gotID, ok, want[0], want[1])
 		}
 	}
 }

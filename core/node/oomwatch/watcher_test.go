@@ -51,8 +51,8 @@ func TestWatcherReportsSystemOOM(t *testing.T) {
 	select {
 	case v := <-victims:
 		if v.PID != 77 || v.ProcessName != "stress" || v.TaskCgroup != "/kubepods/besteffort/pod2/def" ||
-			v.Message() != "System OOM encountered, victim process: stress, pid: 77" {
-			t.Errorf("system OOM victim %+v, message %q", v, v.Message())
+			v.Message("") != "System OOM encountered, victim process: stress, pid: 77" {
+			t.Errorf("system OOM victim %+v, message %q", v, v.Message(""))
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no system OOM reported")
