@@ -6,16 +6,20 @@
 // benchmark) to the moment the offending pod's container has stopped (seen
 // through CRI), on the real microlet binary and a private containerd. It
 // runs with the kernel's memory notifications on, then off (periodic cycle
-// only), and reports the median and the worst of a few runs each.
+// only), and reports the median, the 90th and 99th percentiles and the
+// worst of a few runs each. The crossing is the kubepods cgroup's working
+// set (usage less inactive file) passing the level, which is what
+// allocatableMemory.available is computed from (upstream's "pods" system
+// container).
 //
 // A third mode recreates issue 18's lost notification: before each run,
 // page cache that no listed pod owns (a file written from a cgroup under
 // kubepods that is then removed, as a deleted pod's cache is) is charged to
-// kubepods, so that usage, which the kernel watches, passes the armed level
-// one step of the hog before the pods' working sets cross the threshold.
-// The cycle that notification starts finds nothing to do; the kernel says
-// nothing at the real crossing. BENCH_RUNS sets the number of runs of each
-// mode (default 5; the issue asks 50 for a p99).
+// kubepods. A level placed from the pods' own stats, which leave that cache
+// out, is passed one step of the hog before the threshold is met: the cycle
+// that notification starts finds nothing to do, and the kernel says nothing
+// at the real crossing. BENCH_RUNS sets the number of runs of each mode
+// (default 5; the issue asks 50 for a p99).
 package pressurebench
 
 import (
@@ -96,11 +100,18 @@ func BenchmarkMemoryPressureReaction(b *testing.B) {
 			slices.Sort(reactions)
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(reactions[len(reactions)/2].Seconds(), "p50-s")
-			b.ReportMetric(reactions[(len(reactions)*99+99)/100-1].Seconds(), "p99-s")
+			b.ReportMetric(percentile(reactions, 90).Seconds(), "p90-s")
+			b.ReportMetric(percentile(reactions, 99).Seconds(), "p99-s")
 			b.ReportMetric(reactions[len(reactions)-1].Seconds(), "max-s")
 			b.Logf("reactions: %v", reactions)
 		})
 	}
+}
+
+// percentile is the p-th percentile of sorted durations: the smallest that
+// at least p % of them do not exceed (of 50, the 99th is the largest).
+func percentile(sorted []time.Duration, p int) time.Duration {
+	return sorted[(len(sorted)*p+99)/100-1]
 }
 
 // react runs one eviction: a hog fills a memory-backed emptyDir in 20Mi
