@@ -156,6 +156,8 @@ func react(b *testing.B, n *pressuree2e.Node, kubepods *cgroupMemory, name strin
 	// The next run, or the node's removal, must not race the teardown.
 	n.WaitStopped(name)
 	n.Delete(name)
+	// Wall-clock times, to place a slow run in microlet's log (-v).
+	b.Logf("%s: crossed %s, stopped %s: %v", name, at.UTC().Format(time.StampMilli), stopped.UTC().Format(time.StampMilli), stopped.Sub(at))
 	return stopped.Sub(at)
 }
 
