@@ -82,7 +82,9 @@ func BenchmarkMemoryPressureReaction(b *testing.B) {
 				Plugins: []pressuree2e.Plugin{
 					{Kind: "cgroup", Name: "default", Body: fmt.Sprintf("kube_reserved = { memory = \"%d\" }", pressuree2e.KubeReservedFor(b, podsMemory))},
 					{Kind: "eviction", Name: "kubelet", Body: fmt.Sprintf("hard = [\"memory.available<%d\"]\npressure_transition_period = \"0s\"", threshold)},
-					{Kind: "imagegc", Name: "lru"},
+					// Image GC by usage off: on a shared disk past 85 %
+					// it removed the hogs' image between runs.
+					{Kind: "imagegc", Name: "lru", Body: "high_threshold_percent = 100"},
 					{Kind: "stats", Name: "default"},
 				},
 				Settings: map[string]string{"kernel_memcg_notification": strconv.FormatBool(notify)},
