@@ -137,6 +137,16 @@ func podStats(uid string, ws int64) *typesv1.PodStats {
 	}
 }
 
+// podsCgroup gives the node the "pods" system container: the cgroup of
+// every pod, with usage and working set of its own.
+func (n *node) podsCgroup(usage, ws int64) *node {
+	n.req.NodeStats.SystemContainers = []*typesv1.ContainerStats{{
+		Name:   "pods",
+		Memory: &typesv1.MemoryStats{Time: ts(t0), UsageBytes: u64(usage), WorkingSetBytes: u64(ws)},
+	}}
+	return n
+}
+
 // runCycle runs one cycle and fails the test on error.
 func runCycle(t *testing.T, e *Engine, req *evictionv1.SynchronizeRequest) *evictionv1.SynchronizeResponse {
 	t.Helper()

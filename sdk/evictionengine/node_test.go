@@ -36,6 +36,16 @@ func TestMemoryNotifications(t *testing.T) {
 		t.Errorf("notifications:\n got  %q\n want %q", got, want)
 	}
 
+	// With the pods cgroup in the stats, its own inactive file places the
+	// /kubepods level, as upstream: 2Gi of usage for 1.5Gi of working set.
+	got = nil
+	for _, n := range runCycle(t, e, newNode().stats(a, b).podsCgroup(2*Gi, 1536*Mi).req).GetMemoryNotifications() {
+		got = append(got, n.GetCgroup()+"@"+formatBinarySI(int64(n.GetUsageBytes())))
+	}
+	if want := "/kubepods@" + formatBinarySI(7*Gi-100*Mi+512*Mi); !slices.Contains(got, want) {
+		t.Errorf("notifications with the pods cgroup: %q, want %q among them", got, want)
+	}
+
 	// Without usage figures the node's level cannot be placed.
 	req := newNode().req
 	req.NodeStats.Memory.UsageBytes = nil
@@ -147,6 +157,57 @@ func TestPressureConditionsBySignal(t *testing.T) {
 			tt.edit(n)
 			if got := conditionStatus(runCycle(t, e, n.req)); !maps.Equal(got, tt.want) {
 				t.Errorf("conditions = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestKubepodsLevelMeansMet recreates issue 18's lost notification: page
+// cache no listed pod owns (a deleted pod's) is charged to /kubepods, which
+// the kernel watches. Whatever that cache, the usage at which the kernel
+// fires for /kubepods must be where allocatableMemory.available is met:
+// earlier, the cycle it starts finds nothing to do and the kernel, which
+// signals a crossing once, stays quiet at the real one.
+func TestKubepodsLevelMeansMet(t *testing.T) {
+	const threshold = 300 * Mi
+	for _, tt := range []struct {
+		name string
+		// foreignInactive and foreignActive are page cache charged to
+		// /kubepods that no pod owns, on the inactive and active lists.
+		foreignInactive, foreignActive int64
+	}{
+		{"no foreign cache", 0, 0},
+		{"a deleted pod's inactive cache", 30 * Mi, 0},
+		{"a deleted pod's cache, partly active", 30 * Mi, 20 * Mi},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEngine(t, func(c *Config) { c.Hard = []string{"memory.available<100Mi", "allocatableMemory.available<300Mi"} })
+			// The hog's cgroup, with podUsage of tmpfs (working set) and 4Mi of
+			// its own inactive file; /kubepods adds the foreign cache.
+			sample := func(podUsage int64) *evictionv1.SynchronizeRequest {
+				ps := podStats("hog", podUsage)
+				ps.Memory.UsageBytes = u64(podUsage + 4*Mi)
+				n := newNode().pods(pod("hog", 0)).stats(ps)
+				n.podsCgroup(podUsage+4*Mi+tt.foreignInactive+tt.foreignActive, podUsage+tt.foreignActive)
+				return n.req
+			}
+			var level int64
+			for _, n := range runCycle(t, e, sample(10*Mi)).GetMemoryNotifications() {
+				if n.GetCgroup() == "/kubepods" {
+					level = int64(n.GetUsageBytes())
+				}
+			}
+			if level == 0 {
+				t.Fatal("no /kubepods notification asked for")
+			}
+			// The hog's usage at which /kubepods usage passes the level by
+			// a page: the kernel has fired.
+			fires := level - 4*Mi - tt.foreignInactive - tt.foreignActive + 4096
+			if got := evictedUIDs(runCycle(t, e, sample(fires))); !slices.Equal(got, []string{"hog"}) {
+				t.Errorf("a page past the notification level (hog at %d) evicted %v, want the hog", fires, got)
+			}
+			if got := evictedUIDs(runCycle(t, e, sample(fires-Mi))); len(got) != 0 {
+				t.Errorf("1Mi below the notification level evicted %v, want none: the level is late", got)
 			}
 		})
 	}

@@ -17,10 +17,14 @@ const (
 // The kernel watches usage, which counts the page cache, while the signals use
 // the working set, which leaves inactive file pages out. The level is thus
 // capacity - threshold + inactive file, with inactive file = usage - working
-// set: for the node from its own memory stats, for allocatable summed over the
-// pods' stats (the pods' cgroups make up /kubepods). Upstream reads the
-// /kubepods figures from its "pods" system container; the request carries the
-// pods' stats, which are what allocatableMemory.available is computed from.
+// set of the cgroup watched: the node's from its own memory stats, /kubepods'
+// from the "pods" system container, as upstream. Both must come from the
+// cgroup whose working set the signal uses, so that the kernel fires when
+// the signal is met: usage of /kubepods also counts page cache that no
+// listed pod owns (a deleted pod's), and a level from the pods' own stats
+// alone is passed before the signal is met, then never signalled again
+// (issue 18). Without the system container (the core's own measurement),
+// the pods' stats summed, which the allocatable signal then uses too.
 func memoryNotifications(thresholds []Threshold, obs observations, req *evictionv1.SynchronizeRequest) []*evictionv1.MemoryNotification {
 	var out []*evictionv1.MemoryNotification
 	for _, t := range thresholds {
@@ -39,6 +43,10 @@ func memoryNotifications(thresholds []Threshold, obs observations, req *eviction
 			cgroup, inactiveFile = nodeCgroup, inactive(mem.GetUsageBytes(), mem.GetWorkingSetBytes())
 		case SignalAllocatableMemoryAvailable:
 			cgroup = allocatableCgroup
+			if pods := podsCgroupMemory(req.GetNodeStats()); pods != nil {
+				inactiveFile = inactive(pods.GetUsageBytes(), pods.GetWorkingSetBytes())
+				break
+			}
 			for _, ps := range req.GetPodStats() {
 				inactiveFile += inactive(ps.GetMemory().GetUsageBytes(), ps.GetMemory().GetWorkingSetBytes())
 			}

@@ -42,13 +42,22 @@ func observe(req *evictionv1.SynchronizeRequest) observations {
 		}
 	}
 
-	// allocatableMemory.available is allocatable memory - the pods' working sets.
+	// allocatableMemory.available is allocatable memory - the working set of
+	// the cgroup that holds the pods (upstream: the "pods" system
+	// container), which counts what no listed pod owns: page cache a
+	// deleted pod left behind is charged to it, and is what the kernel
+	// notification on that cgroup sees (notify.go). Without it, the pods'
+	// working sets summed.
 	if allocatable, ok := memoryBytes(req.GetNode().GetAllocatable()); ok {
-		var podsWorkingSet int64
-		for _, ps := range req.GetPodStats() {
-			podsWorkingSet += clampInt64(ps.GetMemory().GetWorkingSetBytes())
+		if pods := podsCgroupMemory(stats); pods != nil {
+			obs[SignalAllocatableMemoryAvailable] = observation{available: allocatable - clampInt64(pods.GetWorkingSetBytes()), capacity: allocatable, time: timeOf(pods.GetTime())}
+		} else {
+			var podsWorkingSet int64
+			for _, ps := range req.GetPodStats() {
+				podsWorkingSet += clampInt64(ps.GetMemory().GetWorkingSetBytes())
+			}
+			obs[SignalAllocatableMemoryAvailable] = observation{available: allocatable - podsWorkingSet, capacity: allocatable, time: timeOf(memStats.GetTime())}
 		}
-		obs[SignalAllocatableMemoryAvailable] = observation{available: allocatable - podsWorkingSet, capacity: allocatable, time: timeOf(memStats.GetTime())}
 	}
 
 	observeFs(obs, stats.GetFs(), SignalNodeFsAvailable, SignalNodeFsInodesFree)
@@ -58,6 +67,25 @@ func observe(req *evictionv1.SynchronizeRequest) observations {
 		obs[SignalPIDAvailable] = observation{available: rl.GetMaxPid() - rl.GetNumOfRunningProcesses(), capacity: rl.GetMaxPid(), time: timeOf(rl.GetTime())}
 	}
 	return obs
+}
+
+// systemContainerPods names the "pods" system container among the node's
+// (the stats API's SystemContainerPods).
+const systemContainerPods = "pods"
+
+// podsCgroupMemory is the memory of the cgroup that holds every pod, from
+// the "pods" system container, when the stats carry its working set and
+// usage; nil otherwise (the core's own measurement has none).
+func podsCgroupMemory(stats *typesv1.NodeStats) *typesv1.MemoryStats {
+	for _, c := range stats.GetSystemContainers() {
+		if c.GetName() != systemContainerPods {
+			continue
+		}
+		if mem := c.GetMemory(); mem != nil && mem.WorkingSetBytes != nil && mem.UsageBytes != nil {
+			return mem
+		}
+	}
+	return nil
 }
 
 func observeFs(obs observations, fs *typesv1.FsStats, bytes, inodes Signal) {

@@ -29,6 +29,19 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		{
+			// Upstream's "pods" system container: what no listed pod owns
+			// (a deleted pod's active page cache) counts too.
+			name: "allocatable memory from the pods cgroup when the stats carry it",
+			edit: func(n *node) {
+				n.stats(podStats("a", 1*Gi), podStats("b", 512*Mi)).podsCgroup(3*Gi, 2*Gi)
+				n.req.NodeStats.Fs, n.req.NodeStats.Runtime, n.req.NodeStats.Rlimit = nil, nil, nil
+			},
+			want: observations{
+				SignalMemoryAvailable:            {available: 6 * Gi, capacity: 8 * Gi, time: t0},
+				SignalAllocatableMemoryAvailable: {available: 5 * Gi, capacity: 7 * Gi, time: t0},
+			},
+		},
+		{
 			name: "memory capacity from the summary's available bytes when the node gives none",
 			edit: func(n *node) {
 				n.req.Node = nil

@@ -3,6 +3,7 @@ package eviction
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,6 +111,50 @@ func TestMemoryNotificationStartsCycle(t *testing.T) {
 			t.Fatal("no cycle followed the memory notification within 30s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestExceededRecheckWaits: the first look after a level is found passed
+// comes soon (usage that outran the arming of a fresh level is caught within
+// a fraction of a second), the next ones ever later up to once a second
+// while it stays passed; once no level is, the next episode starts short
+// again.
+func TestExceededRecheckWaits(t *testing.T) {
+	f := newFixture(t, servePlugin(t, "kubelet", nil), 1)
+	f.notifier.setExceeded(`threshold "/kubepods" 123`)
+	fires := func() time.Duration {
+		t.Helper()
+		c := f.m.recheck()
+		if c == nil {
+			t.Fatal("no recheck timed while a level is exceeded")
+		}
+		var waited time.Duration
+		for step := 10 * time.Millisecond; ; waited += step {
+			select {
+			case <-c:
+				return waited
+			default:
+			}
+			if waited > 2*exceededRecheck {
+				t.Fatalf("the recheck did not fire within %v", waited)
+			}
+			f.clock.Step(step)
+		}
+	}
+	var got []time.Duration
+	for range 6 {
+		got = append(got, fires())
+	}
+	f.notifier.setExceeded()
+	if f.m.recheck() != nil {
+		t.Fatal("a recheck is timed while no level is exceeded")
+	}
+	f.notifier.setExceeded(`threshold "/kubepods" 456`)
+	got = append(got, fires())
+	ms := time.Millisecond
+	want := []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, 1000 * ms, 1000 * ms, 100 * ms}
+	if !slices.Equal(got, want) {
+		t.Errorf("recheck waits %v, want %v", got, want)
 	}
 }
 

@@ -47,11 +47,18 @@ const (
 	// pods' cleanup before the next cycle.
 	podCleanupTimeout  = 30 * time.Second
 	podCleanupPollFreq = time.Second
-	// exceededRecheck is how soon a cycle runs again while an armed usage
-	// level is already passed: the kernel will not signal it again, so the
-	// manager looks for itself rather than wait for the next tick. Not
-	// upstream, which waits the tick (docs/eviction.md).
-	exceededRecheck = time.Second
+	// While an armed usage level is already passed the kernel will not
+	// signal it again, so the manager looks for itself rather than wait for
+	// the next tick (not upstream, which waits; docs/eviction.md): first
+	// exceededRecheckFirst after the cycle that found it, the wait then
+	// doubling up to exceededRecheck while it stays passed. The short first
+	// wait is for the race a level armed from a fresh sample can still
+	// lose: usage that grows on between the measurement and the arming (a
+	// pod filling memory fast) passes the new level before the kernel
+	// watches it, and the next measurement finds the signal met. The
+	// doubling bounds the cost where usage sits past a level for long.
+	exceededRecheckFirst = 100 * time.Millisecond
+	exceededRecheck      = time.Second
 )
 
 // Pods is the core's pods as the manager uses them (the sync loop, the pod
@@ -140,6 +147,9 @@ type Manager struct {
 	// exceeded names the armed levels usage had passed after the last
 	// cycle; "" if none.
 	exceeded string
+	// recheckWait is the last wait recheck timed; 0 while no level is
+	// exceeded. Run's goroutine alone uses it.
+	recheckWait time.Duration
 }
 
 // New checks the options and builds the built-in evictor.
@@ -216,13 +226,15 @@ func (m *Manager) recheck() <-chan time.Time {
 	over := m.opts.Notifier.Exceeded()
 	m.mu.Lock()
 	m.logChange(&m.exceeded, strings.Join(over, ", "),
-		"memory usage is past a notification level the kernel will not signal again: eviction cycles run every second until it drops below",
+		"memory usage is past a notification level the kernel will not signal again: eviction cycles run at least every second until it drops below",
 		"memory usage is below every notification level again: eviction cycles run on notifications and the period")
 	m.mu.Unlock()
 	if len(over) == 0 {
+		m.recheckWait = 0
 		return nil
 	}
-	return m.opts.Clock.After(exceededRecheck)
+	m.recheckWait = min(max(2*m.recheckWait, exceededRecheckFirst), exceededRecheck)
+	return m.opts.Clock.After(m.recheckWait)
 }
 
 // Conditions are the node's pressure conditions (MemoryPressure,

@@ -6,16 +6,20 @@
 // benchmark) to the moment the offending pod's container has stopped (seen
 // through CRI), on the real microlet binary and a private containerd. It
 // runs with the kernel's memory notifications on, then off (periodic cycle
-// only), and reports the median and the worst of a few runs each.
+// only), and reports the median, the 90th and 99th percentiles and the
+// worst of a few runs each. The crossing is the kubepods cgroup's working
+// set (usage less inactive file) passing the level, which is what
+// allocatableMemory.available is computed from (upstream's "pods" system
+// container).
 //
 // A third mode recreates issue 18's lost notification: before each run,
 // page cache that no listed pod owns (a file written from a cgroup under
 // kubepods that is then removed, as a deleted pod's cache is) is charged to
-// kubepods, so that usage, which the kernel watches, passes the armed level
-// one step of the hog before the pods' working sets cross the threshold.
-// The cycle that notification starts finds nothing to do; the kernel says
-// nothing at the real crossing. BENCH_RUNS sets the number of runs of each
-// mode (default 5; the issue asks 50 for a p99).
+// kubepods. A level placed from the pods' own stats, which leave that cache
+// out, is passed one step of the hog before the threshold is met: the cycle
+// that notification starts finds nothing to do, and the kernel says nothing
+// at the real crossing. BENCH_RUNS sets the number of runs of each mode
+// (default 5; the issue asks 50 for a p99).
 package pressurebench
 
 import (
@@ -78,7 +82,9 @@ func BenchmarkMemoryPressureReaction(b *testing.B) {
 				Plugins: []pressuree2e.Plugin{
 					{Kind: "cgroup", Name: "default", Body: fmt.Sprintf("kube_reserved = { memory = \"%d\" }", pressuree2e.KubeReservedFor(b, podsMemory))},
 					{Kind: "eviction", Name: "kubelet", Body: fmt.Sprintf("hard = [\"memory.available<%d\"]\npressure_transition_period = \"0s\"", threshold)},
-					{Kind: "imagegc", Name: "lru"},
+					// Image GC by usage off: on a shared disk past 85 %
+					// it removed the hogs' image between runs.
+					{Kind: "imagegc", Name: "lru", Body: "high_threshold_percent = 100"},
 					{Kind: "stats", Name: "default"},
 				},
 				Settings: map[string]string{"kernel_memcg_notification": strconv.FormatBool(notify)},
@@ -96,11 +102,18 @@ func BenchmarkMemoryPressureReaction(b *testing.B) {
 			slices.Sort(reactions)
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(reactions[len(reactions)/2].Seconds(), "p50-s")
-			b.ReportMetric(reactions[(len(reactions)*99+99)/100-1].Seconds(), "p99-s")
+			b.ReportMetric(percentile(reactions, 90).Seconds(), "p90-s")
+			b.ReportMetric(percentile(reactions, 99).Seconds(), "p99-s")
 			b.ReportMetric(reactions[len(reactions)-1].Seconds(), "max-s")
 			b.Logf("reactions: %v", reactions)
 		})
 	}
+}
+
+// percentile is the p-th percentile of sorted durations: the smallest that
+// at least p % of them do not exceed (of 50, the 99th is the largest).
+func percentile(sorted []time.Duration, p int) time.Duration {
+	return sorted[(len(sorted)*p+99)/100-1]
 }
 
 // react runs one eviction: a hog fills a memory-backed emptyDir in 20Mi
@@ -145,6 +158,8 @@ func react(b *testing.B, n *pressuree2e.Node, kubepods *cgroupMemory, name strin
 	// The next run, or the node's removal, must not race the teardown.
 	n.WaitStopped(name)
 	n.Delete(name)
+	// Wall-clock times, to place a slow run in microlet's log (-v).
+	b.Logf("%s: crossed %s, stopped %s: %v", name, at.UTC().Format(time.StampMilli), stopped.UTC().Format(time.StampMilli), stopped.Sub(at))
 	return stopped.Sub(at)
 }
 

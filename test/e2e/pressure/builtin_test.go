@@ -14,7 +14,7 @@ import (
 //
 // Pods may use 700Mi; the default memory.available<100Mi holds 100Mi back,
 // so allocatable is 600Mi and allocatableMemory.available<100Mi is met once
-// the pods' working sets pass 500Mi. The hog stops at 570Mi, below the
+// the pods' cgroup's working set passes 500Mi. The hog stops at 570Mi, below the
 // pods' 700Mi: no OOM is possible.
 func TestBuiltinEvictorWithoutEvictionPlugin(t *testing.T) {
 	t.Parallel()

@@ -35,7 +35,7 @@ func allocatableNode(t *testing.T, podsMemory int64, eviction *Plugin, settings 
 //
 // Pods may use 700Mi; memory.available<300Mi holds 300Mi back, so
 // allocatable is 400Mi and allocatableMemory.available<300Mi (the copy the
-// kubelet makes) is met once the pods' working sets pass 100Mi. The hog
+// kubelet makes) is met once the pods' cgroup's working set passes 100Mi. The hog
 // stops at 300Mi: no OOM is possible before or after the eviction.
 func TestMemoryHogEvicted(t *testing.T) {
 	t.Parallel()
