@@ -166,7 +166,7 @@ func above(psi *typesv1.PSIStats, l Level, last *lastEviction, since uint64, now
 // has a pod-level one: it may stall against its own limit, which no
 // eviction of another pod relieves, so its stalls are not the node's.
 func selfLimited(pod *typesv1.Pod) bool {
-	if pod.GetPodResources().GetLimits().MemoryBytes != nil {
+	if hasMemory(pod.GetPodResources().GetLimits()) {
 		return true
 	}
 	containers := pod.GetContainers()
@@ -174,12 +174,14 @@ func selfLimited(pod *typesv1.Pod) bool {
 		return false
 	}
 	for _, c := range containers {
-		if c.GetResources().GetLimits().MemoryBytes == nil {
+		if !hasMemory(c.GetResources().GetLimits()) {
 			return false
 		}
 	}
 	return true
 }
+
+func hasMemory(l *typesv1.ResourceList) bool { return l != nil && l.MemoryBytes != nil }
 
 // evictions rank every evictable pod as the kubelet does for memory, most
 // urgent first; the core evicts as many as its limit allows.

@@ -86,3 +86,17 @@ func Running(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning }
 func Evicted(p *v1.Pod) bool {
 	return p.Status.Phase == v1.PodFailed && p.Status.Reason == "Evicted"
 }
+
+// ThrashScript is a hog that stalls on memory before it bursts: it writes
+// fileMi MiB of files into /data (a disk emptyDir), reads them over and
+// over in the background, and after thrashFor seconds allocates burstMi
+// MiB at once (dd's buffer, in the container's main process). Files larger
+// than what the pods' memory can cache keep the page cache thrashing:
+// tasks wait for pages that were just thrown out (memory pressure stalls).
+// The burst comes faster than any cycle: past the pods' memory it meets
+// the kernel's OOM killer. It exits on SIGTERM until the burst.
+func ThrashScript(fileMi, thrashFor, burstMi int) string {
+	return fmt.Sprintf("%si=0; while [ $i -lt %d ]; do dd if=/dev/zero of=/data/f$i bs=1048576 count=10 2>/dev/null; i=$((i+1)); done; "+
+		"(while true; do cat /data/f* > /dev/null; done) & sleep %d & wait $!; exec dd if=/dev/zero of=/dev/null bs=%dM count=1",
+		onTerm, fileMi/10, thrashFor, burstMi)
+}
