@@ -237,6 +237,15 @@ plugin_host {
 # plugin's defaults suffice. `microlet config validate --plugin-dir
 # $PWD/_output/bin examples/microlet.hcl` checks this file against the
 # built plugins.
+# One eviction block: "kubelet", "priority" or "psi" (docs/eviction.md). The psi strategy takes every key of
+# the kubelet strategy and adds pressure stall (PSI) levels, "<some|full>.avg<10|60|300>><percent>"; any level
+# above evicts, ranked as the kubelet ranks for memory. Its defaults:
+#   plugin "eviction" "psi" {
+#     config {
+#       memory_pressure     = ["some.avg10>40", "full.avg10>20"]  # the node's /proc/pressure/memory
+#       pod_memory_pressure = ["full.avg10>60"]                   # each pod's memory.pressure (unified hierarchy only)
+#     }
+#   }
 plugin "eviction" "kubelet" {
   # File name in plugin_dir. Empty: microlet-<kind>-<name>.
   binary = ""
