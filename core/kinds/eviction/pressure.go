@@ -109,13 +109,12 @@ func (p *Pressure) addPressure(sample *stats.Sample, pods []*typesv1.Pod) {
 	}
 }
 
-// reached names the first level of levels that the node's or a pod's
-// memory pressure is above now; "" when none is. Only the files the
-// levels need are read: the node's one file, and each pod's when a level
-// asks for pods.
+// reached names the first level of levels that the node's or a listed
+// pod's memory pressure is above now; "" when none is. Only the files the
+// levels need are read: the node's one file, and each listed active pod's.
 func (p *Pressure) reached(levels []*evictionv1.PressureNotification, pods func() []*typesv1.Pod) string {
 	var node *typesv1.PSIStats
-	var podPSI map[string]*typesv1.PSIStats
+	var podPSI map[string]podPressure
 	for _, l := range levels {
 		if !l.GetPods() {
 			if node == nil {
@@ -130,22 +129,45 @@ func (p *Pressure) reached(levels []*evictionv1.PressureNotification, pods func(
 			continue
 		}
 		if podPSI == nil {
-			podPSI = map[string]*typesv1.PSIStats{}
-			if p.Unified != "" {
-				for _, pod := range pods() {
-					if psi, err := p.Cgroup(pod.GetCgroupParent()); pod.GetCgroupParent() != "" && err == nil {
-						podPSI[pod.GetNamespace()+"/"+pod.GetName()] = psi
-					}
-				}
-			}
+			podPSI = p.podPressure(pods(), levels)
 		}
-		for name, psi := range podPSI {
-			if atOrAbove(psi, l) {
-				return "pod " + name + " " + levelString(l)
+		for _, uid := range l.GetPodUids() {
+			if pp, ok := podPSI[uid]; ok && atOrAbove(pp.psi, l) {
+				return "pod " + pp.name + " " + levelString(l)
 			}
 		}
 	}
 	return ""
+}
+
+// podPressure is one pod's memory pressure and its name for the log.
+type podPressure struct {
+	name string
+	psi  *typesv1.PSIStats
+}
+
+// podPressure reads, by UID, the memory pressure of the pods with a cgroup
+// that a level on pods lists.
+func (p *Pressure) podPressure(pods []*typesv1.Pod, levels []*evictionv1.PressureNotification) map[string]podPressure {
+	out := map[string]podPressure{}
+	if p.Unified == "" {
+		return out
+	}
+	listed := map[string]bool{}
+	for _, l := range levels {
+		for _, uid := range l.GetPodUids() {
+			listed[uid] = true
+		}
+	}
+	for _, pod := range pods {
+		if pod.GetCgroupParent() == "" || !listed[pod.GetUid()] {
+			continue
+		}
+		if psi, err := p.Cgroup(pod.GetCgroupParent()); err == nil {
+			out[pod.GetUid()] = podPressure{name: pod.GetNamespace() + "/" + pod.GetName(), psi: psi}
+		}
+	}
+	return out
 }
 
 // atOrAbove reports whether an average of psi is above a level.

@@ -1,10 +1,15 @@
 package eviction
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/microlet/microlet/core/kinds/stats"
 	"github.com/microlet/microlet/core/node/machine"
@@ -79,8 +84,8 @@ func TestAddPressure(t *testing.T) {
 }
 
 func TestPressureReached(t *testing.T) {
-	level := func(pods bool, line string, window uint32, percent float64) *evictionv1.PressureNotification {
-		return &evictionv1.PressureNotification{Pods: pods, Line: line, WindowSeconds: window, Percent: percent}
+	level := func(pods bool, line string, window uint32, percent float64, uids ...string) *evictionv1.PressureNotification {
+		return &evictionv1.PressureNotification{Pods: pods, Line: line, WindowSeconds: window, Percent: percent, PodUids: uids}
 	}
 	tests := []struct {
 		name      string
@@ -92,7 +97,8 @@ func TestPressureReached(t *testing.T) {
 		{"node some avg10 above", stalling, calm, []*evictionv1.PressureNotification{level(false, "some", 10, 40)}, "node some.avg10>40"},
 		{"at the level is not above", stalling, calm, []*evictionv1.PressureNotification{level(false, "some", 10, 45.1)}, ""},
 		{"node full avg60 below", stalling, calm, []*evictionv1.PressureNotification{level(false, "full", 60, 10)}, ""},
-		{"a pod above", calm, stalling, []*evictionv1.PressureNotification{level(false, "some", 10, 40), level(true, "full", 10, 20)}, "pod default/hog full.avg10>20"},
+		{"a listed pod above", calm, stalling, []*evictionv1.PressureNotification{level(false, "some", 10, 40), level(true, "full", 10, 20, "abc")}, "pod default/hog full.avg10>20"},
+		{"an unlisted pod above", calm, stalling, []*evictionv1.PressureNotification{level(true, "full", 10, 20, "other")}, ""},
 		{"a bad window never matches", stalling, stalling, []*evictionv1.PressureNotification{level(false, "some", 30, 1)}, ""},
 	}
 	for _, tt := range tests {
@@ -119,16 +125,75 @@ func BenchmarkPressurePoll(b *testing.B) {
 		b.Skip("no PSI here: ", err)
 	}
 	pods := make([]*typesv1.Pod, 30)
+	uids := make([]string, len(pods))
 	for i := range pods {
-		pods[i] = &typesv1.Pod{Name: fmt.Sprint(i), CgroupParent: "/"}
+		uids[i] = fmt.Sprint(i)
+		pods[i] = &typesv1.Pod{Uid: uids[i], Name: uids[i], CgroupParent: "/"}
 	}
 	levels := []*evictionv1.PressureNotification{
 		{Line: "some", WindowSeconds: 10, Percent: 40}, {Line: "full", WindowSeconds: 10, Percent: 20},
-		{Pods: true, Line: "full", WindowSeconds: 10, Percent: 60},
+		{Pods: true, Line: "full", WindowSeconds: 10, Percent: 60, PodUids: uids},
 	}
 	for b.Loop() {
 		if got := p.reached(levels, func() []*typesv1.Pod { return pods }); got != "" {
 			b.Logf("level reached: %s", got)
 		}
+	}
+}
+
+// TestPressureLevelStartsCycle: with the psi strategy, the node's stall
+// above its level starts a cycle on the poll (labelled memory_pressure),
+// which evicts on the core's reading of it; with the kubelet strategy,
+// which asks for no level, nothing is polled.
+func TestPressureLevelStartsCycle(t *testing.T) {
+	f := newFixture(t, servePlugin(t, "kubelet", nil), 1)
+	f.stats.samples = []*stats.Sample{sample(epoch, Gi, 50*Gi, nil)}
+	f.cycle()
+	if f.m.pressurePoll() != nil {
+		t.Fatal("the kubelet strategy asks for no level, yet the manager polls")
+	}
+
+	hog := pod("hog", "", "")
+	f = newFixture(t, servePlugin(t, "psi", map[string]any{"hard": []any{}, "memory_pressure": []any{"some.avg10>40"}}), 1, hog)
+	f.stats.samples = []*stats.Sample{sample(epoch, Gi, 50*Gi, map[*v1.Pod]int64{hog: 500 * Mi})}
+	p, _ := pressureFixture(t, calm, calm)
+	f.m.opts.Pressure = p
+	f.cycle()
+	if len(f.pods.killed()) != 0 {
+		t.Fatalf("a calm node evicted %v", f.pods.killedUIDs())
+	}
+	if f.m.pressurePoll() == nil {
+		t.Fatal("the psi strategy asked for levels, yet the manager does not poll")
+	}
+	stalled, _ := pressureFixture(t, stalling, calm)
+	f.m.opts.Pressure = stalled
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.m.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	polled := f.m.metrics.cycles.WithLabelValues("psi", "memory_pressure")
+	deadline := time.Now().Add(30 * time.Second)
+	for testutil.ToFloat64(polled) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no memory_pressure cycle within 30s while the node stalls above its level")
+		}
+		f.clock.Step(DefaultPressurePollInterval / 4)
+		time.Sleep(10 * time.Millisecond)
+	}
+	for f.evictions("memory.pressure") < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no memory.pressure eviction; kills %v", f.pods.killedUIDs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := f.pods.killedUIDs(); len(got) != 1 || got[0] != hog.UID {
+		t.Errorf("killed %v, want the hog", got)
 	}
 }

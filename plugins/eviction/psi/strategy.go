@@ -64,7 +64,7 @@ func (s *Strategy) Synchronize(req *evictionv1.SynchronizeRequest) (evictionengi
 		res.Warnings = append(res.Warnings, warning)
 	}
 	resp := res.Response
-	resp.PressureNotifications = s.notifications()
+	resp.PressureNotifications = s.notifications(req)
 	if len(resp.GetEvictions()) == 0 && len(resp.GetReclaim()) == 0 {
 		now := req.GetNow().AsTime()
 		if stall := s.stalled(req, st.Last, now); stall != "" {
@@ -79,16 +79,25 @@ func (s *Strategy) Synchronize(req *evictionv1.SynchronizeRequest) (evictionengi
 	return res, nil
 }
 
-// notifications ask the core to poll every level.
-func (s *Strategy) notifications() []*evictionv1.PressureNotification {
+// notifications ask the core to poll every level: the node's, and the
+// pods' for the pods whose stalls count (not those with limits of their
+// own).
+func (s *Strategy) notifications(req *evictionv1.SynchronizeRequest) []*evictionv1.PressureNotification {
 	var out []*evictionv1.PressureNotification
-	for _, set := range []struct {
-		pods   bool
-		levels []Level
-	}{{false, s.node}, {true, s.pods}} {
-		for _, l := range set.levels {
-			out = append(out, &evictionv1.PressureNotification{Pods: set.pods, Line: l.Line, WindowSeconds: l.Window, Percent: l.Percent})
+	for _, l := range s.node {
+		out = append(out, &evictionv1.PressureNotification{Line: l.Line, WindowSeconds: l.Window, Percent: l.Percent})
+	}
+	if len(s.pods) == 0 {
+		return out
+	}
+	var uids []string
+	for _, pod := range req.GetPods() {
+		if !selfLimited(pod) {
+			uids = append(uids, pod.GetUid())
 		}
+	}
+	for _, l := range s.pods {
+		out = append(out, &evictionv1.PressureNotification{Pods: true, Line: l.Line, WindowSeconds: l.Window, Percent: l.Percent, PodUids: uids})
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package psi
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,10 +159,14 @@ func TestKubeletSignalsComeFirstAndStateNests(t *testing.T) {
 }
 
 func TestNotifications(t *testing.T) {
-	got := strategy(t, []string{"some.avg10>40"}, []string{"full.avg60>50"}).notifications()
+	got := strategy(t, []string{"some.avg10>40"}, []string{"full.avg60>50"}).notifications(request(t0, nil, nil, nil))
 	if len(got) != 2 || got[0].GetPods() || got[0].GetLine() != "some" || got[0].GetWindowSeconds() != 10 || got[0].GetPercent() != 40 ||
 		!got[1].GetPods() || got[1].GetLine() != "full" || got[1].GetWindowSeconds() != 60 || got[1].GetPercent() != 50 {
 		t.Errorf("notifications %v", got)
+	}
+	// "limited" stalls against its own limit: not watched.
+	if uids := got[1].GetPodUids(); !slices.Equal(uids, []string{"small", "big"}) {
+		t.Errorf("pods watched %v, want small and big", uids)
 	}
 }
 

@@ -614,15 +614,19 @@ func (x *MemoryNotification) GetUsageBytes() uint64 {
 // the averages every eviction_pressure_poll_interval while any is asked for.
 type PressureNotification struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// False: the node's /proc/pressure/memory. True: each active pod's
-	// memory.pressure, where the unified hierarchy gives one.
+	// False: the node's /proc/pressure/memory. True: the memory.pressure of
+	// each active pod listed in pod_uids, where the unified hierarchy gives
+	// one.
 	Pods bool `protobuf:"varint,1,opt,name=pods,proto3" json:"pods,omitempty"`
 	// "some" or "full".
 	Line string `protobuf:"bytes,2,opt,name=line,proto3" json:"line,omitempty"`
 	// Which average: 10, 60 or 300.
 	WindowSeconds uint32 `protobuf:"varint,3,opt,name=window_seconds,json=windowSeconds,proto3" json:"window_seconds,omitempty"`
 	// The level, in percent of wall time stalled (0-100).
-	Percent       float64 `protobuf:"fixed64,4,opt,name=percent,proto3" json:"percent,omitempty"`
+	Percent float64 `protobuf:"fixed64,4,opt,name=percent,proto3" json:"percent,omitempty"`
+	// With pods: the pods whose stalls count, by UID. A pod that starts after
+	// the answer is watched from the next cycle on.
+	PodUids       []string `protobuf:"bytes,5,rep,name=pod_uids,json=podUids,proto3" json:"pod_uids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -683,6 +687,13 @@ func (x *PressureNotification) GetPercent() float64 {
 		return x.Percent
 	}
 	return 0
+}
+
+func (x *PressureNotification) GetPodUids() []string {
+	if x != nil {
+		return x.PodUids
+	}
+	return nil
 }
 
 type SynchronizeResponse struct {
@@ -1030,12 +1041,13 @@ const file_microlet_eviction_v1_eviction_proto_rawDesc = "" +
 	"\x12MemoryNotification\x12\x16\n" +
 	"\x06cgroup\x18\x01 \x01(\tR\x06cgroup\x12\x1f\n" +
 	"\vusage_bytes\x18\x02 \x01(\x04R\n" +
-	"usageBytes\"\x7f\n" +
+	"usageBytes\"\x9a\x01\n" +
 	"\x14PressureNotification\x12\x12\n" +
 	"\x04pods\x18\x01 \x01(\bR\x04pods\x12\x12\n" +
 	"\x04line\x18\x02 \x01(\tR\x04line\x12%\n" +
 	"\x0ewindow_seconds\x18\x03 \x01(\rR\rwindowSeconds\x12\x18\n" +
-	"\apercent\x18\x04 \x01(\x01R\apercent\"\xfb\x03\n" +
+	"\apercent\x18\x04 \x01(\x01R\apercent\x12\x19\n" +
+	"\bpod_uids\x18\x05 \x03(\tR\apodUids\"\xfb\x03\n" +
 	"\x13SynchronizeResponse\x12@\n" +
 	"\n" +
 	"conditions\x18\x01 \x03(\v2 .microlet.types.v1.NodeConditionR\n" +
