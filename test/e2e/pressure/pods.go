@@ -124,9 +124,11 @@ const (
 	psiLevels = "hard = []\nmemory_pressure = []\npod_memory_pressure = [\"some.avg10>3\"]"
 )
 
-// PSIHog is the hog of the PSI scenario, for the benchmark too.
+// PSIHog is the hog of the PSI scenario, for the benchmark too. It is
+// Burstable (8Mi requested), so that a node still under MemoryPressure
+// from the last run admits it.
 func PSIHog(name string) PodSpec {
-	return PodSpec{Name: name, Script: ThrashScript(500, 40, 500), Volume: true}
+	return PodSpec{Name: name, Script: ThrashScript(500, 40, 500), Volume: true, MemoryRequest: "8Mi"}
 }
 
 // PSIPodsMemory is what the scenario's pods may use, for the benchmark.
