@@ -114,9 +114,10 @@ func ThrashScript(fileMi, thrashFor, burstMi int) string {
 // Both strategies run without the kubelet's memory thresholds (hard = []),
 // so that the test shows what PSI adds: the burst is too fast for any
 // cycle, and only the stall before it gives warning. (With the kubelet's
-// thresholds the kubelet strategy evicts this hog too on this kernel: its
-// thrashing page cache is re-activated on refault and counted in the
-// working set. test/bench/pressure compares the strategies so configured.)
+// thresholds the kubelet strategy mostly evicts this hog too on this
+// kernel: its thrashing page cache is re-activated on refault and counted
+// in the working set. test/bench/pressure compares the strategies so
+// configured.)
 const (
 	psiPodsMemory = 400 * Mi
 	// psiLevels: no node level (other work on the machine would count),
