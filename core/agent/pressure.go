@@ -92,6 +92,15 @@ func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 	return err
 }
 
+// pollInterval is the eviction manager's PressurePollInterval for
+// eviction_pressure_poll_interval, where 0 means never.
+func pollInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // evictionReservation is what the eviction manager holds back for node
 // allocatable. The cgroup manager asks only once the pods run, when
 // p.eviction exists.
@@ -153,13 +162,4 @@ func imageFsMount(c *cri.Client) func(ctx context.Context) (string, error) {
 		}
 		return "", errors.New("the runtime reports no image filesystem mount point")
 	}
-}
-
-// pollInterval is the eviction manager's PressurePollInterval for
-// eviction_pressure_poll_interval, where 0 means never.
-func pollInterval(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
 }

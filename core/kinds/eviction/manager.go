@@ -139,6 +139,9 @@ type Manager struct {
 	pluginConditions, conditions []*typesv1.NodeCondition
 	// pluginReserved is the plugin's last node reservation.
 	pluginReserved *typesv1.ResourceList
+	// pressureLevels are the pressure stall levels the last answer asked
+	// the core to poll.
+	pressureLevels []*evictionv1.PressureNotification
 	// fallback is why the last cycle used the built-in evictor; "" if it
 	// did not. It is logged when it changes.
 	fallback string
@@ -147,9 +150,6 @@ type Manager struct {
 	// exceeded names the armed levels usage had passed after the last
 	// cycle; "" if none.
 	exceeded string
-	// pressureLevels are the pressure stall levels the last answer asked
-	// the core to poll.
-	pressureLevels []*evictionv1.PressureNotification
 }
 
 // New checks the options and builds the built-in evictor.
