@@ -191,6 +191,9 @@ cpu_manager_reconcile_period = "10s"
 eviction_max_pods_per_cycle = 1
 # Start an eviction cycle at once when the kernel reports memory pressure. Flag --kernel-memcg-notification.
 kernel_memcg_notification = true
+# How often memory pressure stall averages (PSI) are read while the eviction strategy asks to be woken at a level
+# (the psi strategy); a level reached starts a cycle. Nothing is read for strategies that ask none. 0s: never.
+eviction_pressure_poll_interval = "1s"
 # Graceful node shutdown (docs/shutdown.md): how long a logind delay inhibitor lock holds the machine's shutdown
 # back while the pods stop, non-critical pods first; 0 leaves shutdown unhandled. Needs logind on the system D-Bus.
 shutdown_grace_period = "0s"
@@ -234,6 +237,15 @@ plugin_host {
 # plugin's defaults suffice. `microlet config validate --plugin-dir
 # $PWD/_output/bin examples/microlet.hcl` checks this file against the
 # built plugins.
+# One eviction block: "kubelet", "priority" or "psi" (docs/eviction.md). The psi strategy takes every key of
+# the kubelet strategy and adds pressure stall (PSI) levels, "<some|full>.avg<10|60|300>><percent>"; any level
+# above evicts, ranked as the kubelet ranks for memory. Its defaults:
+#   plugin "eviction" "psi" {
+#     config {
+#       memory_pressure     = ["some.avg10>40", "full.avg10>20"]  # the node's /proc/pressure/memory
+#       pod_memory_pressure = ["full.avg10>60"]                   # each pod's memory.pressure (unified hierarchy only)
+#     }
+#   }
 plugin "eviction" "kubelet" {
   # File name in plugin_dir. Empty: microlet-<kind>-<name>.
   binary = ""

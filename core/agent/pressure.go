@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
@@ -80,12 +81,24 @@ func (a *Agent) newPressure(p *pods, reg prometheus.Registerer) error {
 		Notifier:           notifier,
 		MonitoringInterval: cfg.EvictionMonitoringInterval,
 		MaxPodsPerCycle:    cfg.EvictionMaxPodsPerCycle,
-		Logger:             a.log.Named("eviction"),
-		Registerer:         reg,
-		Events:             a.recorder,
-		NodeName:           cfg.NodeName,
+		Pressure:           &eviction.Pressure{Unified: p.cgroupTree.Unified},
+		// 0 in the config is off; 0 in the options is the default.
+		PressurePollInterval: pollInterval(cfg.EvictionPressurePollInterval),
+		Logger:               a.log.Named("eviction"),
+		Registerer:           reg,
+		Events:               a.recorder,
+		NodeName:             cfg.NodeName,
 	})
 	return err
+}
+
+// pollInterval is the eviction manager's PressurePollInterval for
+// eviction_pressure_poll_interval, where 0 means never.
+func pollInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // evictionReservation is what the eviction manager holds back for node

@@ -169,6 +169,10 @@ type Config struct {
 	// kernel reports memory pressure (memcg thresholds on cgroup v1, PSI and
 	// memory.events on v2), instead of at the next periodic cycle.
 	KernelMemcgNotification bool `config:"kernel_memcg_notification"`
+	// EvictionPressurePollInterval is how often the eviction manager reads
+	// memory pressure stall averages while the eviction strategy asks to be
+	// woken at a level (the psi strategy); 0 never.
+	EvictionPressurePollInterval time.Duration `config:"eviction_pressure_poll_interval"`
 	// ShutdownGracePeriod is how long the node's shutdown is held back
 	// (a logind delay inhibitor lock) to stop its pods; 0 leaves
 	// shutdown unhandled. ShutdownGracePeriodCriticalPods is the critical
@@ -337,6 +341,7 @@ func Defaults() *Config {
 		CPUManagerReconcilePeriod:        10 * time.Second,
 		EvictionMaxPodsPerCycle:          1,
 		KernelMemcgNotification:          true,
+		EvictionPressurePollInterval:     time.Second,
 		ShutdownGracePeriodByPodPriority: map[string]string{},
 		PluginHost: PluginHost{
 			StartTimeout:      10 * time.Second,

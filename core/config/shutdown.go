@@ -13,6 +13,7 @@ import (
 var zeroDurations = map[string]bool{
 	"shutdown_grace_period":               true,
 	"shutdown_grace_period_critical_pods": true,
+	"eviction_pressure_poll_interval":     true,
 }
 
 // PriorityGracePeriod is one entry of shutdown_grace_period_by_pod_priority.

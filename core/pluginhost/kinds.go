@@ -59,7 +59,7 @@ var kinds = []KindInfo{
 	{
 		Kind: Eviction, Singleton: true, APIVersions: []string{"v1"},
 		Capabilities: []string{sdk.CapabilityEvictionAdmit, sdk.CapabilityEvictionReservation},
-		Fallback:     "Pressure conditions are kept as they were; a built-in evictor decides: the kubelet strategy's own engine, compiled into the core, with the kubelet's default hard thresholds only (memory.available<100Mi, nodefs.available<10%, nodefs.inodesFree<5%, imagefs.available<15%), reclaim first, one pod per cycle. A strategy that serves but answers an error decides nothing that cycle.",
+		Fallback:     "Pressure conditions are kept as they were; a built-in evictor decides: the kubelet strategy's own engine, compiled into the core, with the kubelet's default hard thresholds only (memory.available<100Mi, nodefs.available<10%, nodefs.inodesFree<5%, imagefs.available<15%), reclaim first, one pod per cycle. A strategy that serves but answers an error decides nothing that cycle. No pressure stall levels are polled meanwhile: the psi strategy's second opinion is off until a strategy serves again.",
 	},
 	{
 		Kind: ImageGC, Singleton: true, APIVersions: []string{"v1"},

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
 
@@ -96,4 +97,28 @@ func compareTrueFirst(a, b bool) int {
 	default:
 		return 1
 	}
+}
+
+// MemoryCandidates are a request's evictable (non-critical) pods as
+// candidates for memory, with the request and usage the engine ranks them
+// by for a memory signal (effective memory request, working set). For a
+// strategy that evicts on a signal of its own and ranks as the engine does.
+func MemoryCandidates(req *evictionv1.SynchronizeRequest) []Candidate {
+	stats := map[string]*typesv1.PodStats{}
+	for _, ps := range req.GetPodStats() {
+		stats[ps.GetPodRef().GetUid()] = ps
+	}
+	var out []Candidate
+	for _, pod := range req.GetPods() {
+		if pod.GetCritical() {
+			continue
+		}
+		ps := stats[pod.GetUid()]
+		c := Candidate{Pod: pod, HasStats: ps != nil, Request: podRequest(pod, ResourceMemory)}
+		if ps != nil {
+			c.Usage = podUsage(pod, ps, ResourceMemory, 0)
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -51,6 +51,9 @@ func (m *Manager) cycle(ctx context.Context, trigger evictionv1.Trigger) {
 		}
 	}
 	m.armNotifications(ans.resp.GetMemoryNotifications())
+	m.mu.Lock()
+	m.pressureLevels = ans.resp.GetPressureNotifications()
+	m.mu.Unlock()
 	m.evict(ctx, ans, pods, sample)
 }
 
@@ -77,6 +80,9 @@ func (m *Manager) request(ctx context.Context, trigger evictionv1.Trigger, views
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if m.opts.Pressure != nil {
+		m.opts.Pressure.addPressure(sample, views)
 	}
 	req := &evictionv1.SynchronizeRequest{
 		Now:       timestamppb.New(m.opts.Clock.Now()),
@@ -142,8 +148,11 @@ func (m *Manager) logFailure(ctx context.Context, what string, err error) {
 }
 
 func triggerLabel(t evictionv1.Trigger) string {
-	if t == evictionv1.Trigger_TRIGGER_MEMORY_NOTIFICATION {
+	switch t {
+	case evictionv1.Trigger_TRIGGER_MEMORY_NOTIFICATION:
 		return "memory_notification"
+	case evictionv1.Trigger_TRIGGER_MEMORY_PRESSURE:
+		return "memory_pressure"
 	}
 	return "periodic"
 }

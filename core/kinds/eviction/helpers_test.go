@@ -25,6 +25,7 @@ import (
 	"github.com/microlet/microlet/core/pods/podworkers"
 	"github.com/microlet/microlet/core/pods/status"
 	"github.com/microlet/microlet/plugins/eviction/priority"
+	"github.com/microlet/microlet/plugins/eviction/psi"
 	"github.com/microlet/microlet/plugins/eviction/strategy"
 	evictionv1 "github.com/microlet/microlet/proto/microlet/eviction/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
@@ -218,6 +219,8 @@ func servePlugin(t *testing.T, name string, config map[string]any) *clientPlugin
 		h = sdktest.InProcess[evictionengine.Config](t, info, strategy.New(kubelet.New))
 	case "priority":
 		h = sdktest.InProcess[priority.Config](t, info, strategy.New(priority.New))
+	case "psi":
+		h = sdktest.InProcess[psi.Config](t, info, strategy.New(psi.New))
 	default:
 		t.Fatalf("no strategy %q", name)
 	}

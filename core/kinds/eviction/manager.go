@@ -112,8 +112,15 @@ type Options struct {
 	MonitoringInterval time.Duration
 	// MaxPodsPerCycle bounds evictions per cycle; 0 is DefaultMaxPodsPerCycle.
 	MaxPodsPerCycle int
-	Logger          hclog.Logger
-	Registerer      prometheus.Registerer
+	// Pressure reads memory pressure stall information into every request
+	// and polls it for the levels the strategy asks to be woken at; nil
+	// reads none.
+	Pressure *Pressure
+	// PressurePollInterval is how often the levels are polled; 0 is
+	// DefaultPressurePollInterval, below 0 never.
+	PressurePollInterval time.Duration
+	Logger               hclog.Logger
+	Registerer           prometheus.Registerer
 	// Clock is for tests; nil is the real clock.
 	Clock clock.WithTicker
 	// Events records EvictionThresholdMet on node NodeName and Evicted on
@@ -139,6 +146,9 @@ type Manager struct {
 	pluginConditions, conditions []*typesv1.NodeCondition
 	// pluginReserved is the plugin's last node reservation.
 	pluginReserved *typesv1.ResourceList
+	// pressureLevels are the pressure stall levels the last answer asked
+	// the core to poll.
+	pressureLevels []*evictionv1.PressureNotification
 	// fallback is why the last cycle used the built-in evictor; "" if it
 	// did not. It is logged when it changes.
 	fallback string
@@ -159,6 +169,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.MonitoringInterval <= 0 {
 		opts.MonitoringInterval = DefaultMonitoringInterval
+	}
+	if opts.PressurePollInterval == 0 {
+		opts.PressurePollInterval = DefaultPressurePollInterval
 	}
 	if opts.MaxPodsPerCycle <= 0 {
 		opts.MaxPodsPerCycle = DefaultMaxPodsPerCycle
@@ -195,10 +208,11 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	ticker := m.opts.Clock.NewTicker(m.opts.MonitoringInterval)
 	defer ticker.Stop()
-	var recheck <-chan time.Time
+	var recheck, pressurePoll <-chan time.Time
 	run := func(trigger evictionv1.Trigger) {
 		m.cycle(ctx, trigger)
 		recheck = m.recheck()
+		pressurePoll = m.pressurePoll()
 	}
 	run(evictionv1.Trigger_TRIGGER_PERIODIC)
 	for {
@@ -213,6 +227,13 @@ func (m *Manager) Run(ctx context.Context) {
 		case <-recheck:
 			// Stands in for the notification the kernel will not send.
 			run(evictionv1.Trigger_TRIGGER_MEMORY_NOTIFICATION)
+		case <-pressurePoll:
+			if level := m.pressureReached(); level != "" {
+				m.log.Debug("memory pressure stall level reached", "level", level)
+				run(evictionv1.Trigger_TRIGGER_MEMORY_PRESSURE)
+			} else {
+				pressurePoll = m.pressurePoll()
+			}
 		}
 	}
 }
@@ -235,6 +256,34 @@ func (m *Manager) recheck() <-chan time.Time {
 	}
 	m.recheckWait = min(max(2*m.recheckWait, exceededRecheckFirst), exceededRecheck)
 	return m.opts.Clock.After(m.recheckWait)
+}
+
+// pressurePoll is when to read the pressure stall averages next; nil while
+// the strategy asks for no level (nothing is read then).
+func (m *Manager) pressurePoll() <-chan time.Time {
+	m.mu.Lock()
+	asked := len(m.pressureLevels) > 0
+	m.mu.Unlock()
+	if !asked || m.opts.Pressure == nil || m.opts.PressurePollInterval < 0 {
+		return nil
+	}
+	return m.opts.Clock.After(m.opts.PressurePollInterval)
+}
+
+// pressureReached names a level the strategy asked for that the node's or
+// an active pod's memory pressure has reached; "" if none.
+func (m *Manager) pressureReached() string {
+	m.mu.Lock()
+	levels := m.pressureLevels
+	m.mu.Unlock()
+	return m.opts.Pressure.reached(levels, func() []*typesv1.Pod {
+		active := m.opts.Pods.ActivePods()
+		views := make([]*typesv1.Pod, 0, len(active))
+		for _, pod := range active {
+			views = append(views, m.opts.Pods.PodView(pod))
+		}
+		return views
+	})
 }
 
 // Conditions are the node's pressure conditions (MemoryPressure,

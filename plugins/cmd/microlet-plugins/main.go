@@ -26,6 +26,7 @@ import (
 	"github.com/microlet/microlet/plugins/devices/bridge"
 	"github.com/microlet/microlet/plugins/devices/hostdev"
 	"github.com/microlet/microlet/plugins/eviction/priority"
+	"github.com/microlet/microlet/plugins/eviction/psi"
 	"github.com/microlet/microlet/plugins/eviction/strategy"
 	"github.com/microlet/microlet/plugins/imagegc/lru"
 	"github.com/microlet/microlet/plugins/probes/workers"
@@ -54,6 +55,9 @@ var builtins = map[string]func(){
 	},
 	"microlet-eviction-priority": func() {
 		sdk.Serve[priority.Config](sdk.Info{Kind: sdk.KindEviction, Name: "priority", Version: version}, strategy.New(priority.New))
+	},
+	"microlet-eviction-psi": func() {
+		sdk.Serve[psi.Config](sdk.Info{Kind: sdk.KindEviction, Name: "psi", Version: version}, strategy.New(psi.New))
 	},
 	"microlet-imagegc-lru": func() {
 		sdk.Serve[lru.Config](sdk.Info{Kind: sdk.KindImageGC, Name: "lru", Version: version}, &lru.Plugin{})

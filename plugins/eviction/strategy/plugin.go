@@ -12,16 +12,25 @@ import (
 	"github.com/microlet/microlet/sdk/evictionengine"
 )
 
+// Decider is what a plugin answers with: an *evictionengine.Engine, or a
+// strategy built around one.
+type Decider interface {
+	Synchronize(*evictionv1.SynchronizeRequest) (evictionengine.Result, error)
+	Admit(*evictionv1.AdmitRequest) (*evictionv1.AdmitResponse, error)
+	Reservation(*evictionv1.GetNodeReservationRequest) *evictionv1.GetNodeReservationResponse
+	Thresholds() []evictionengine.Threshold
+}
+
 // Plugin is an eviction plugin whose config type is C. It implements
 // sdk.Plugin[C], sdk.EvictionStrategy, sdk.EvictionAdmitter and sdk.NodeReserver.
 type Plugin[C any] struct {
-	build  func(*C) (*evictionengine.Engine, error)
-	engine atomic.Pointer[evictionengine.Engine]
+	build  func(*C) (Decider, error)
+	engine atomic.Pointer[Decider]
 }
 
-// New returns a plugin that builds its engine with build.
-func New[C any](build func(*C) (*evictionengine.Engine, error)) *Plugin[C] {
-	return &Plugin[C]{build: build}
+// New returns a plugin that builds its decider with build.
+func New[C any, D Decider](build func(*C) (D, error)) *Plugin[C] {
+	return &Plugin[C]{build: func(c *C) (Decider, error) { return build(c) }}
 }
 
 // Configure builds the engine from the decoded and validated config.
@@ -30,7 +39,7 @@ func (p *Plugin[C]) Configure(_ context.Context, cfg *C, _ *sdk.Host) error {
 	if err != nil {
 		return err
 	}
-	p.engine.Store(e)
+	p.engine.Store(&e)
 	var thresholds []string
 	for _, t := range e.Thresholds() {
 		thresholds = append(thresholds, t.String())
@@ -73,10 +82,10 @@ func (p *Plugin[C]) GetNodeReservation(_ context.Context, req *evictionv1.GetNod
 	return e.Reservation(req), nil
 }
 
-func (p *Plugin[C]) configured() (*evictionengine.Engine, error) {
+func (p *Plugin[C]) configured() (Decider, error) {
 	e := p.engine.Load()
 	if e == nil {
 		return nil, sdk.Retryable("the eviction plugin is not configured yet")
 	}
-	return e, nil
+	return *e, nil
 }

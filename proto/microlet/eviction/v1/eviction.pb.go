@@ -32,6 +32,9 @@ const (
 	Trigger_TRIGGER_PERIODIC Trigger = 1
 	// A kernel memory-pressure notification (memcg threshold, memory.events, PSI).
 	Trigger_TRIGGER_MEMORY_NOTIFICATION Trigger = 2
+	// A memory pressure stall average reached a level the strategy asked to be
+	// woken at (pressure_notifications), seen by the core's PSI poll.
+	Trigger_TRIGGER_MEMORY_PRESSURE Trigger = 3
 )
 
 // Enum value maps for Trigger.
@@ -40,11 +43,13 @@ var (
 		0: "TRIGGER_UNSPECIFIED",
 		1: "TRIGGER_PERIODIC",
 		2: "TRIGGER_MEMORY_NOTIFICATION",
+		3: "TRIGGER_MEMORY_PRESSURE",
 	}
 	Trigger_value = map[string]int32{
 		"TRIGGER_UNSPECIFIED":         0,
 		"TRIGGER_PERIODIC":            1,
 		"TRIGGER_MEMORY_NOTIFICATION": 2,
+		"TRIGGER_MEMORY_PRESSURE":     3,
 	}
 )
 
@@ -128,11 +133,15 @@ func (ReclaimKind) EnumDescriptor() ([]byte, []int) {
 }
 
 type SynchronizeRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Now       *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=now,proto3" json:"now,omitempty"`
-	Trigger   Trigger                `protobuf:"varint,2,opt,name=trigger,proto3,enum=microlet.eviction.v1.Trigger" json:"trigger,omitempty"`
-	Node      *v1.Node               `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
-	NodeStats *v1.NodeStats          `protobuf:"bytes,4,opt,name=node_stats,json=nodeStats,proto3" json:"node_stats,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Now     *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=now,proto3" json:"now,omitempty"`
+	Trigger Trigger                `protobuf:"varint,2,opt,name=trigger,proto3,enum=microlet.eviction.v1.Trigger" json:"trigger,omitempty"`
+	Node    *v1.Node               `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// node_stats.memory.psi is the core's reading of /proc/pressure/memory,
+	// and each pod_stats' memory.psi its cgroup's memory.pressure where the
+	// unified hierarchy has one, taken when the request is built; absent where
+	// the kernel gives none.
+	NodeStats *v1.NodeStats `protobuf:"bytes,4,opt,name=node_stats,json=nodeStats,proto3" json:"node_stats,omitempty"`
 	// The pods that are not yet terminated.
 	Pods     []*v1.Pod      `protobuf:"bytes,5,rep,name=pods,proto3" json:"pods,omitempty"`
 	PodStats []*v1.PodStats `protobuf:"bytes,6,rep,name=pod_stats,json=podStats,proto3" json:"pod_stats,omitempty"`
@@ -600,6 +609,93 @@ func (x *MemoryNotification) GetUsageBytes() uint64 {
 	return 0
 }
 
+// PressureNotification asks the core to start a cycle (TRIGGER_MEMORY_PRESSURE)
+// when a memory pressure stall average is above a level. The core polls
+// the averages every eviction_pressure_poll_interval while any is asked for.
+type PressureNotification struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False: the node's /proc/pressure/memory. True: the memory.pressure of
+	// each active pod listed in pod_uids, where the unified hierarchy gives
+	// one.
+	Pods bool `protobuf:"varint,1,opt,name=pods,proto3" json:"pods,omitempty"`
+	// "some" or "full".
+	Line string `protobuf:"bytes,2,opt,name=line,proto3" json:"line,omitempty"`
+	// Which average: 10, 60 or 300.
+	WindowSeconds uint32 `protobuf:"varint,3,opt,name=window_seconds,json=windowSeconds,proto3" json:"window_seconds,omitempty"`
+	// The level, in percent of wall time stalled (0-100).
+	Percent float64 `protobuf:"fixed64,4,opt,name=percent,proto3" json:"percent,omitempty"`
+	// With pods: the pods whose stalls count, by UID. A pod that starts after
+	// the answer is watched from the next cycle on.
+	PodUids       []string `protobuf:"bytes,5,rep,name=pod_uids,json=podUids,proto3" json:"pod_uids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PressureNotification) Reset() {
+	*x = PressureNotification{}
+	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PressureNotification) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PressureNotification) ProtoMessage() {}
+
+func (x *PressureNotification) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PressureNotification.ProtoReflect.Descriptor instead.
+func (*PressureNotification) Descriptor() ([]byte, []int) {
+	return file_microlet_eviction_v1_eviction_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PressureNotification) GetPods() bool {
+	if x != nil {
+		return x.Pods
+	}
+	return false
+}
+
+func (x *PressureNotification) GetLine() string {
+	if x != nil {
+		return x.Line
+	}
+	return ""
+}
+
+func (x *PressureNotification) GetWindowSeconds() uint32 {
+	if x != nil {
+		return x.WindowSeconds
+	}
+	return 0
+}
+
+func (x *PressureNotification) GetPercent() float64 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+func (x *PressureNotification) GetPodUids() []string {
+	if x != nil {
+		return x.PodUids
+	}
+	return nil
+}
+
 type SynchronizeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// MemoryPressure, DiskPressure, PIDPressure, each True or False.
@@ -611,14 +707,17 @@ type SynchronizeResponse struct {
 	Evictions           []*Eviction           `protobuf:"bytes,4,rep,name=evictions,proto3" json:"evictions,omitempty"`
 	MemoryNotifications []*MemoryNotification `protobuf:"bytes,5,rep,name=memory_notifications,json=memoryNotifications,proto3" json:"memory_notifications,omitempty"`
 	// Opaque; handed back in the next SynchronizeRequest.
-	State         []byte `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	State []byte `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
+	// Pressure stall levels at which the core should start a cycle; none: the
+	// core does not poll.
+	PressureNotifications []*PressureNotification `protobuf:"bytes,7,rep,name=pressure_notifications,json=pressureNotifications,proto3" json:"pressure_notifications,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *SynchronizeResponse) Reset() {
 	*x = SynchronizeResponse{}
-	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[6]
+	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -630,7 +729,7 @@ func (x *SynchronizeResponse) String() string {
 func (*SynchronizeResponse) ProtoMessage() {}
 
 func (x *SynchronizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[6]
+	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -643,7 +742,7 @@ func (x *SynchronizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SynchronizeResponse.ProtoReflect.Descriptor instead.
 func (*SynchronizeResponse) Descriptor() ([]byte, []int) {
-	return file_microlet_eviction_v1_eviction_proto_rawDescGZIP(), []int{6}
+	return file_microlet_eviction_v1_eviction_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SynchronizeResponse) GetConditions() []*v1.NodeCondition {
@@ -688,6 +787,13 @@ func (x *SynchronizeResponse) GetState() []byte {
 	return nil
 }
 
+func (x *SynchronizeResponse) GetPressureNotifications() []*PressureNotification {
+	if x != nil {
+		return x.PressureNotifications
+	}
+	return nil
+}
+
 type AdmitRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Pod   *v1.Pod                `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
@@ -699,7 +805,7 @@ type AdmitRequest struct {
 
 func (x *AdmitRequest) Reset() {
 	*x = AdmitRequest{}
-	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[7]
+	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +817,7 @@ func (x *AdmitRequest) String() string {
 func (*AdmitRequest) ProtoMessage() {}
 
 func (x *AdmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[7]
+	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +830,7 @@ func (x *AdmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdmitRequest.ProtoReflect.Descriptor instead.
 func (*AdmitRequest) Descriptor() ([]byte, []int) {
-	return file_microlet_eviction_v1_eviction_proto_rawDescGZIP(), []int{7}
+	return file_microlet_eviction_v1_eviction_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AdmitRequest) GetPod() *v1.Pod {
@@ -753,7 +859,7 @@ type AdmitResponse struct {
 
 func (x *AdmitResponse) Reset() {
 	*x = AdmitResponse{}
-	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[8]
+	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +871,7 @@ func (x *AdmitResponse) String() string {
 func (*AdmitResponse) ProtoMessage() {}
 
 func (x *AdmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[8]
+	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +884,7 @@ func (x *AdmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdmitResponse.ProtoReflect.Descriptor instead.
 func (*AdmitResponse) Descriptor() ([]byte, []int) {
-	return file_microlet_eviction_v1_eviction_proto_rawDescGZIP(), []int{8}
+	return file_microlet_eviction_v1_eviction_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AdmitResponse) GetAdmit() bool {
@@ -811,7 +917,7 @@ type GetNodeReservationRequest struct {
 
 func (x *GetNodeReservationRequest) Reset() {
 	*x = GetNodeReservationRequest{}
-	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[9]
+	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +929,7 @@ func (x *GetNodeReservationRequest) String() string {
 func (*GetNodeReservationRequest) ProtoMessage() {}
 
 func (x *GetNodeReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[9]
+	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +942,7 @@ func (x *GetNodeReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeReservationRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeReservationRequest) Descriptor() ([]byte, []int) {
-	return file_microlet_eviction_v1_eviction_proto_rawDescGZIP(), []int{9}
+	return file_microlet_eviction_v1_eviction_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetNodeReservationRequest) GetCapacity() *v1.ResourceList {
@@ -855,7 +961,7 @@ type GetNodeReservationResponse struct {
 
 func (x *GetNodeReservationResponse) Reset() {
 	*x = GetNodeReservationResponse{}
-	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[10]
+	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +973,7 @@ func (x *GetNodeReservationResponse) String() string {
 func (*GetNodeReservationResponse) ProtoMessage() {}
 
 func (x *GetNodeReservationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[10]
+	mi := &file_microlet_eviction_v1_eviction_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +986,7 @@ func (x *GetNodeReservationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeReservationResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeReservationResponse) Descriptor() ([]byte, []int) {
-	return file_microlet_eviction_v1_eviction_proto_rawDescGZIP(), []int{10}
+	return file_microlet_eviction_v1_eviction_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetNodeReservationResponse) GetReserved() *v1.ResourceList {
@@ -935,7 +1041,13 @@ const file_microlet_eviction_v1_eviction_proto_rawDesc = "" +
 	"\x12MemoryNotification\x12\x16\n" +
 	"\x06cgroup\x18\x01 \x01(\tR\x06cgroup\x12\x1f\n" +
 	"\vusage_bytes\x18\x02 \x01(\x04R\n" +
-	"usageBytes\"\x98\x03\n" +
+	"usageBytes\"\x9a\x01\n" +
+	"\x14PressureNotification\x12\x12\n" +
+	"\x04pods\x18\x01 \x01(\bR\x04pods\x12\x12\n" +
+	"\x04line\x18\x02 \x01(\tR\x04line\x12%\n" +
+	"\x0ewindow_seconds\x18\x03 \x01(\rR\rwindowSeconds\x12\x18\n" +
+	"\apercent\x18\x04 \x01(\x01R\apercent\x12\x19\n" +
+	"\bpod_uids\x18\x05 \x03(\tR\apodUids\"\xfb\x03\n" +
 	"\x13SynchronizeResponse\x12@\n" +
 	"\n" +
 	"conditions\x18\x01 \x03(\v2 .microlet.types.v1.NodeConditionR\n" +
@@ -944,7 +1056,8 @@ const file_microlet_eviction_v1_eviction_proto_rawDesc = "" +
 	"\areclaim\x18\x03 \x03(\v2$.microlet.eviction.v1.ReclaimRequestR\areclaim\x12<\n" +
 	"\tevictions\x18\x04 \x03(\v2\x1e.microlet.eviction.v1.EvictionR\tevictions\x12[\n" +
 	"\x14memory_notifications\x18\x05 \x03(\v2(.microlet.eviction.v1.MemoryNotificationR\x13memoryNotifications\x12\x14\n" +
-	"\x05state\x18\x06 \x01(\fR\x05state\"z\n" +
+	"\x05state\x18\x06 \x01(\fR\x05state\x12a\n" +
+	"\x16pressure_notifications\x18\a \x03(\v2*.microlet.eviction.v1.PressureNotificationR\x15pressureNotifications\"z\n" +
 	"\fAdmitRequest\x12(\n" +
 	"\x03pod\x18\x01 \x01(\v2\x16.microlet.types.v1.PodR\x03pod\x12@\n" +
 	"\n" +
@@ -957,11 +1070,12 @@ const file_microlet_eviction_v1_eviction_proto_rawDesc = "" +
 	"\x19GetNodeReservationRequest\x12;\n" +
 	"\bcapacity\x18\x01 \x01(\v2\x1f.microlet.types.v1.ResourceListR\bcapacity\"Y\n" +
 	"\x1aGetNodeReservationResponse\x12;\n" +
-	"\breserved\x18\x01 \x01(\v2\x1f.microlet.types.v1.ResourceListR\breserved*Y\n" +
+	"\breserved\x18\x01 \x01(\v2\x1f.microlet.types.v1.ResourceListR\breserved*v\n" +
 	"\aTrigger\x12\x17\n" +
 	"\x13TRIGGER_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10TRIGGER_PERIODIC\x10\x01\x12\x1f\n" +
-	"\x1bTRIGGER_MEMORY_NOTIFICATION\x10\x02*e\n" +
+	"\x1bTRIGGER_MEMORY_NOTIFICATION\x10\x02\x12\x1b\n" +
+	"\x17TRIGGER_MEMORY_PRESSURE\x10\x03*e\n" +
 	"\vReclaimKind\x12\x1c\n" +
 	"\x18RECLAIM_KIND_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19RECLAIM_KIND_CONTAINER_GC\x10\x01\x12\x19\n" +
@@ -984,7 +1098,7 @@ func file_microlet_eviction_v1_eviction_proto_rawDescGZIP() []byte {
 }
 
 var file_microlet_eviction_v1_eviction_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_microlet_eviction_v1_eviction_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_microlet_eviction_v1_eviction_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_microlet_eviction_v1_eviction_proto_goTypes = []any{
 	(Trigger)(0),                       // 0: microlet.eviction.v1.Trigger
 	(ReclaimKind)(0),                   // 1: microlet.eviction.v1.ReclaimKind
@@ -994,52 +1108,54 @@ var file_microlet_eviction_v1_eviction_proto_goTypes = []any{
 	(*ThresholdObservation)(nil),       // 5: microlet.eviction.v1.ThresholdObservation
 	(*Eviction)(nil),                   // 6: microlet.eviction.v1.Eviction
 	(*MemoryNotification)(nil),         // 7: microlet.eviction.v1.MemoryNotification
-	(*SynchronizeResponse)(nil),        // 8: microlet.eviction.v1.SynchronizeResponse
-	(*AdmitRequest)(nil),               // 9: microlet.eviction.v1.AdmitRequest
-	(*AdmitResponse)(nil),              // 10: microlet.eviction.v1.AdmitResponse
-	(*GetNodeReservationRequest)(nil),  // 11: microlet.eviction.v1.GetNodeReservationRequest
-	(*GetNodeReservationResponse)(nil), // 12: microlet.eviction.v1.GetNodeReservationResponse
-	nil,                                // 13: microlet.eviction.v1.Eviction.AnnotationsEntry
-	(*timestamppb.Timestamp)(nil),      // 14: google.protobuf.Timestamp
-	(*v1.Node)(nil),                    // 15: microlet.types.v1.Node
-	(*v1.NodeStats)(nil),               // 16: microlet.types.v1.NodeStats
-	(*v1.Pod)(nil),                     // 17: microlet.types.v1.Pod
-	(*v1.PodStats)(nil),                // 18: microlet.types.v1.PodStats
-	(*v1.NodeCondition)(nil),           // 19: microlet.types.v1.NodeCondition
-	(*v1.ResourceList)(nil),            // 20: microlet.types.v1.ResourceList
+	(*PressureNotification)(nil),       // 8: microlet.eviction.v1.PressureNotification
+	(*SynchronizeResponse)(nil),        // 9: microlet.eviction.v1.SynchronizeResponse
+	(*AdmitRequest)(nil),               // 10: microlet.eviction.v1.AdmitRequest
+	(*AdmitResponse)(nil),              // 11: microlet.eviction.v1.AdmitResponse
+	(*GetNodeReservationRequest)(nil),  // 12: microlet.eviction.v1.GetNodeReservationRequest
+	(*GetNodeReservationResponse)(nil), // 13: microlet.eviction.v1.GetNodeReservationResponse
+	nil,                                // 14: microlet.eviction.v1.Eviction.AnnotationsEntry
+	(*timestamppb.Timestamp)(nil),      // 15: google.protobuf.Timestamp
+	(*v1.Node)(nil),                    // 16: microlet.types.v1.Node
+	(*v1.NodeStats)(nil),               // 17: microlet.types.v1.NodeStats
+	(*v1.Pod)(nil),                     // 18: microlet.types.v1.Pod
+	(*v1.PodStats)(nil),                // 19: microlet.types.v1.PodStats
+	(*v1.NodeCondition)(nil),           // 20: microlet.types.v1.NodeCondition
+	(*v1.ResourceList)(nil),            // 21: microlet.types.v1.ResourceList
 }
 var file_microlet_eviction_v1_eviction_proto_depIdxs = []int32{
-	14, // 0: microlet.eviction.v1.SynchronizeRequest.now:type_name -> google.protobuf.Timestamp
+	15, // 0: microlet.eviction.v1.SynchronizeRequest.now:type_name -> google.protobuf.Timestamp
 	0,  // 1: microlet.eviction.v1.SynchronizeRequest.trigger:type_name -> microlet.eviction.v1.Trigger
-	15, // 2: microlet.eviction.v1.SynchronizeRequest.node:type_name -> microlet.types.v1.Node
-	16, // 3: microlet.eviction.v1.SynchronizeRequest.node_stats:type_name -> microlet.types.v1.NodeStats
-	17, // 4: microlet.eviction.v1.SynchronizeRequest.pods:type_name -> microlet.types.v1.Pod
-	18, // 5: microlet.eviction.v1.SynchronizeRequest.pod_stats:type_name -> microlet.types.v1.PodStats
+	16, // 2: microlet.eviction.v1.SynchronizeRequest.node:type_name -> microlet.types.v1.Node
+	17, // 3: microlet.eviction.v1.SynchronizeRequest.node_stats:type_name -> microlet.types.v1.NodeStats
+	18, // 4: microlet.eviction.v1.SynchronizeRequest.pods:type_name -> microlet.types.v1.Pod
+	19, // 5: microlet.eviction.v1.SynchronizeRequest.pod_stats:type_name -> microlet.types.v1.PodStats
 	4,  // 6: microlet.eviction.v1.SynchronizeRequest.reclaimed:type_name -> microlet.eviction.v1.ReclaimResult
 	1,  // 7: microlet.eviction.v1.ReclaimRequest.kind:type_name -> microlet.eviction.v1.ReclaimKind
 	1,  // 8: microlet.eviction.v1.ReclaimResult.kind:type_name -> microlet.eviction.v1.ReclaimKind
-	14, // 9: microlet.eviction.v1.ThresholdObservation.first_met:type_name -> google.protobuf.Timestamp
-	13, // 10: microlet.eviction.v1.Eviction.annotations:type_name -> microlet.eviction.v1.Eviction.AnnotationsEntry
-	19, // 11: microlet.eviction.v1.SynchronizeResponse.conditions:type_name -> microlet.types.v1.NodeCondition
+	15, // 9: microlet.eviction.v1.ThresholdObservation.first_met:type_name -> google.protobuf.Timestamp
+	14, // 10: microlet.eviction.v1.Eviction.annotations:type_name -> microlet.eviction.v1.Eviction.AnnotationsEntry
+	20, // 11: microlet.eviction.v1.SynchronizeResponse.conditions:type_name -> microlet.types.v1.NodeCondition
 	5,  // 12: microlet.eviction.v1.SynchronizeResponse.observations:type_name -> microlet.eviction.v1.ThresholdObservation
 	3,  // 13: microlet.eviction.v1.SynchronizeResponse.reclaim:type_name -> microlet.eviction.v1.ReclaimRequest
 	6,  // 14: microlet.eviction.v1.SynchronizeResponse.evictions:type_name -> microlet.eviction.v1.Eviction
 	7,  // 15: microlet.eviction.v1.SynchronizeResponse.memory_notifications:type_name -> microlet.eviction.v1.MemoryNotification
-	17, // 16: microlet.eviction.v1.AdmitRequest.pod:type_name -> microlet.types.v1.Pod
-	19, // 17: microlet.eviction.v1.AdmitRequest.conditions:type_name -> microlet.types.v1.NodeCondition
-	20, // 18: microlet.eviction.v1.GetNodeReservationRequest.capacity:type_name -> microlet.types.v1.ResourceList
-	20, // 19: microlet.eviction.v1.GetNodeReservationResponse.reserved:type_name -> microlet.types.v1.ResourceList
-	2,  // 20: microlet.eviction.v1.EvictionService.Synchronize:input_type -> microlet.eviction.v1.SynchronizeRequest
-	9,  // 21: microlet.eviction.v1.EvictionService.Admit:input_type -> microlet.eviction.v1.AdmitRequest
-	11, // 22: microlet.eviction.v1.EvictionService.GetNodeReservation:input_type -> microlet.eviction.v1.GetNodeReservationRequest
-	8,  // 23: microlet.eviction.v1.EvictionService.Synchronize:output_type -> microlet.eviction.v1.SynchronizeResponse
-	10, // 24: microlet.eviction.v1.EvictionService.Admit:output_type -> microlet.eviction.v1.AdmitResponse
-	12, // 25: microlet.eviction.v1.EvictionService.GetNodeReservation:output_type -> microlet.eviction.v1.GetNodeReservationResponse
-	23, // [23:26] is the sub-list for method output_type
-	20, // [20:23] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	8,  // 16: microlet.eviction.v1.SynchronizeResponse.pressure_notifications:type_name -> microlet.eviction.v1.PressureNotification
+	18, // 17: microlet.eviction.v1.AdmitRequest.pod:type_name -> microlet.types.v1.Pod
+	20, // 18: microlet.eviction.v1.AdmitRequest.conditions:type_name -> microlet.types.v1.NodeCondition
+	21, // 19: microlet.eviction.v1.GetNodeReservationRequest.capacity:type_name -> microlet.types.v1.ResourceList
+	21, // 20: microlet.eviction.v1.GetNodeReservationResponse.reserved:type_name -> microlet.types.v1.ResourceList
+	2,  // 21: microlet.eviction.v1.EvictionService.Synchronize:input_type -> microlet.eviction.v1.SynchronizeRequest
+	10, // 22: microlet.eviction.v1.EvictionService.Admit:input_type -> microlet.eviction.v1.AdmitRequest
+	12, // 23: microlet.eviction.v1.EvictionService.GetNodeReservation:input_type -> microlet.eviction.v1.GetNodeReservationRequest
+	9,  // 24: microlet.eviction.v1.EvictionService.Synchronize:output_type -> microlet.eviction.v1.SynchronizeResponse
+	11, // 25: microlet.eviction.v1.EvictionService.Admit:output_type -> microlet.eviction.v1.AdmitResponse
+	13, // 26: microlet.eviction.v1.EvictionService.GetNodeReservation:output_type -> microlet.eviction.v1.GetNodeReservationResponse
+	24, // [24:27] is the sub-list for method output_type
+	21, // [21:24] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_microlet_eviction_v1_eviction_proto_init() }
@@ -1053,7 +1169,7 @@ func file_microlet_eviction_v1_eviction_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_microlet_eviction_v1_eviction_proto_rawDesc), len(file_microlet_eviction_v1_eviction_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
