@@ -112,6 +112,9 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		RootDir:    cfg.RootDir,
 		Logger:     a.log.Named("devices"),
 		Registerer: reg,
+		// The cgroup admitter runs first and leaves the topology
+		// manager's affinity for the devices admitter.
+		Affinity: p.cgroups.ContainerAffinity,
 	}); err != nil {
 		return nil, err
 	}

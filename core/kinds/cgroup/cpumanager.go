@@ -63,6 +63,9 @@ type cpuManager struct {
 	memory  *memoryState
 	memPath string
 	numa    []*cgroupv1.NUMANode
+	// affinity are the topology manager's device affinities of the
+	// admitted pods, by pod and container (guarded by Manager.mu).
+	affinity map[string]map[string][]int64
 }
 
 func newCPUManager(rootDir, sysfs string, capacity *machine.Capacity) (*cpuManager, error) {
@@ -91,7 +94,7 @@ func newCPUManager(rootDir, sysfs string, capacity *machine.Capacity) (*cpuManag
 		return nil, fmt.Errorf("cpumanager: the state %s assigns CPUs %s, which are not online; drain the node and remove it", path, missing)
 	}
 	c := &cpuManager{path: path, online: online, infos: infos, state: state, written: map[string]string{}, kick: make(chan struct{}, 1),
-		memory: memory, memPath: memPath, numa: numa}
+		memory: memory, memPath: memPath, numa: numa, affinity: map[string]map[string][]int64{}}
 	c.restored = c.holders()
 	return c, nil
 }
@@ -123,6 +126,7 @@ func (m *Manager) allocateCPUs(ctx context.Context, pod *v1.Pod, admitted []*v1.
 		}
 	}
 	m.mu.Lock()
+	c.forgetAffinities(pod, admitted)
 	has := c.holders()[string(pod.UID)]
 	delete(c.restored, string(pod.UID))
 	var assigned []*cgroupv1.CPUAssignment
@@ -158,8 +162,12 @@ func (m *Manager) allocateCPUs(ctx context.Context, pod *v1.Pod, admitted []*v1.
 	defer m.mu.Unlock()
 	next, reserved, err := c.checkAllocation(pod, resp)
 	var nextMem *memoryState
+	var affinities map[string][]int64
 	if err == nil {
 		nextMem, err = c.checkMemory(pod, resp)
+	}
+	if err == nil {
+		affinities, err = c.checkAffinities(pod, resp)
 	}
 	if err != nil {
 		m.log.Warn("refusing the cgroup plugin's CPU and memory allocation", "pod", podName(pod), "error", err)
@@ -169,6 +177,7 @@ func (m *Manager) allocateCPUs(ctx context.Context, pod *v1.Pod, admitted []*v1.
 		return Decision{Reason: ReasonUnexpectedAdmissionError, Message: err.Error()}, nil
 	}
 	c.reserved, c.known = reserved, true
+	c.keepAffinities(pod.UID, affinities)
 	return Decision{Admit: true}, nil
 }
 
@@ -361,6 +370,7 @@ func (m *Manager) releaseCPUs(uid types.UID) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(c.affinity, string(uid))
 	if err := c.releaseMemory(uid); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/microlet/microlet/core/node/machine"
+	"github.com/microlet/microlet/core/pods/podruntime"
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 	"github.com/microlet/microlet/sdk/nodefacts"
 )
@@ -216,6 +217,51 @@ func (c *cpuManager) releaseMemory(uid types.UID) error {
 	next := &memoryState{policy: c.memory.policy, tables: c.memory.tables, assigned: maps.Clone(c.memory.assigned)}
 	delete(next.assigned, string(uid))
 	return c.commitMemory(next)
+}
+
+var _ podruntime.ContainerCreatedNotifier = (*Manager)(nil)
+
+// ContainerCreated releases the memory of the pod's regular init
+// containers before c, which have run to completion by the time c starts:
+// upstream's memory manager AddContainer, which the kubelet calls between
+// creating and starting each container. Their blocks hold only what the
+// containers after them did not reuse (the plugin shrank them at
+// admission), so that memory returns to the node; a sidecar's stays. A
+// state that cannot be saved keeps the memory held until the pod ends.
+func (m *Manager) ContainerCreated(pod *v1.Pod, c *v1.Container) {
+	if m.cpu == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	uid := string(pod.UID)
+	held := m.cpu.memory.assigned[uid]
+	var ended []string
+	for _, ic := range pod.Spec.InitContainers {
+		if ic.Name == c.Name {
+			break
+		}
+		restartable := ic.RestartPolicy != nil && *ic.RestartPolicy == v1.ContainerRestartPolicyAlways
+		if _, ok := held[ic.Name]; ok && !restartable {
+			ended = append(ended, ic.Name)
+		}
+	}
+	if len(ended) == 0 {
+		return
+	}
+	next := &memoryState{policy: m.cpu.memory.policy, tables: m.cpu.memory.tables, assigned: maps.Clone(m.cpu.memory.assigned)}
+	next.assigned[uid] = maps.Clone(held)
+	for _, name := range ended {
+		delete(next.assigned[uid], name)
+	}
+	if len(next.assigned[uid]) == 0 {
+		delete(next.assigned, uid)
+	}
+	if err := m.cpu.commitMemory(next); err != nil {
+		m.log.Warn("the memory of the pod's ended init containers stays held until the pod ends", "pod", podName(pod), "init_containers", ended, "error", err)
+		return
+	}
+	m.log.Info("released the memory of the pod's ended init containers", "pod", podName(pod), "init_containers", ended, "starting", c.Name)
 }
 
 // memsFor is a container's cpuset.mems: the NUMA nodes of its memory,

@@ -147,11 +147,25 @@ func (a *podAdmission) allocateContainer(ctx context.Context, container, resourc
 	if err != nil || plan == nil {
 		return err
 	}
-	if plan.needed() > 0 && plan.preferredAllocation {
-		// As upstream: the plugin chooses among the free devices and those
-		// picked already, which it must include.
-		offer := append(slices.Clone(plan.available), plan.picked...)
+	var affinity []int64
+	if m.opts.Affinity != nil {
+		affinity = m.opts.Affinity(a.pod.UID, container)
+	}
+	// As upstream's devicesToAllocate: the devices on the topology
+	// manager's nodes first. When they are more than enough, the plugin
+	// chooses among them; otherwise all of them are taken, the plugin
+	// chooses the rest among every free device, and what it leaves is
+	// taken from other nodes, then from devices without a node.
+	aligned, unaligned, none := plan.byAffinity(affinity)
+	prefer := func(among []string) error {
+		if plan.needed() == 0 || !plan.preferredAllocation {
+			return nil
+		}
+		// The plugin chooses among the devices offered and those picked
+		// already, which it must include.
+		offer := append(slices.Clone(among), plan.picked...)
 		slices.Sort(offer)
+		offer = slices.Compact(offer)
 		preferred, err := m.preferred(ctx, plan.owner, resource, offer, plan.picked, count)
 		switch {
 		case errors.Is(err, pluginhost.ErrUnavailable):
@@ -159,9 +173,22 @@ func (a *podAdmission) allocateContainer(ctx context.Context, container, resourc
 		case err != nil:
 			return fmt.Errorf("device plugin GetPreferredAllocation rpc failed with err: %v", err)
 		}
-		plan.take(plan.availableOf(preferred))
+		plan.take(availableOf(among, preferred))
+		return nil
 	}
-	plan.take(plan.available)
+	if plan.needed() < len(aligned) {
+		if err := prefer(aligned); err != nil {
+			return err
+		}
+		plan.take(aligned)
+	} else {
+		plan.take(aligned)
+		if err := prefer(plan.available); err != nil {
+			return err
+		}
+		plan.take(unaligned)
+		plan.take(none)
+	}
 
 	resp, err := m.allocate(ctx, plan.owner, resource, string(a.pod.UID), plan.picked)
 	switch {
@@ -244,15 +271,39 @@ func (p *devicePlan) take(ids []string) {
 	}
 }
 
-// availableOf are the devices of ids that are available, in ids' order.
-func (p *devicePlan) availableOf(ids []string) []string {
+// availableOf are the devices of ids that are among available, in ids'
+// order.
+func availableOf(available, ids []string) []string {
 	var out []string
 	for _, id := range ids {
-		if slices.Contains(p.available, id) {
+		if slices.Contains(available, id) {
 			out = append(out, id)
 		}
 	}
 	return out
+}
+
+// byAffinity sorts the available devices as upstream's filterByAffinity:
+// those on one of the affinity's NUMA nodes, those on other nodes, and
+// those on none. Without an affinity, or for a resource none of whose
+// devices reports a NUMA node, every one is in the last group.
+func (p *devicePlan) byAffinity(affinity []int64) (aligned, unaligned, none []string) {
+	topology := false
+	for _, nodes := range p.numa {
+		topology = topology || len(nodes) > 0
+	}
+	for _, id := range p.available {
+		nodes := p.numa[id]
+		switch {
+		case len(affinity) == 0 || !topology || len(nodes) == 0:
+			none = append(none, id)
+		case slices.ContainsFunc(nodes, func(n int64) bool { return slices.Contains(affinity, n) }):
+			aligned = append(aligned, id)
+		default:
+			unaligned = append(unaligned, id)
+		}
+	}
+	return aligned, unaligned, none
 }
 
 // perNUMA files the picked devices by NUMA node, as the checkpoint keeps

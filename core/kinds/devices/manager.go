@@ -70,6 +70,11 @@ type Options struct {
 	// DefaultCallTimeout. PreStartContainer has upstream's 30 s.
 	CallTimeout time.Duration
 	Logger      hclog.Logger
+	// Affinity are the NUMA nodes the topology manager chose for a
+	// container of a pod being admitted (the cgroup manager's
+	// ContainerAffinity); the container's devices are picked on them
+	// first. Nil, or nil nodes: no preference.
+	Affinity func(uid types.UID, container string) []int64
 	// Registerer takes the manager's metrics; nil: none.
 	Registerer prometheus.Registerer
 }

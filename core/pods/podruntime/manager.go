@@ -98,6 +98,14 @@ type ResourcePlanner interface {
 	PlanPod(ctx context.Context, pod *v1.Pod) (*ResourcePlan, error)
 }
 
+// ContainerCreatedNotifier is a ResourcePlanner told of each container
+// created, before it starts: upstream's PreStartContainer of the resource
+// managers, where the memory manager releases the memory of the init
+// containers that ended.
+type ContainerCreatedNotifier interface {
+	ContainerCreated(pod *v1.Pod, c *v1.Container)
+}
+
 // ResourcePlan is where a pod's cgroup goes and what its containers get.
 type ResourcePlan struct {
 	CgroupParent string

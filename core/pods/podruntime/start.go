@@ -72,6 +72,9 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, status *conta
 		return failed(ErrCreateContainer, "", runtimeMessage(err))
 	}
 	m.containerEvent(pod, c, id, v1.EventTypeNormal, events.CreatedContainer, "Created container: "+c.Name)
+	if n, ok := m.opts.Resources.(ContainerCreatedNotifier); ok {
+		n.ContainerCreated(pod, c)
+	}
 	if err := m.cri.StartContainer(ctx, id); err != nil {
 		return failed(ErrRunContainer, id, runtimeMessage(err))
 	}

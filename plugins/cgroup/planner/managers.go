@@ -50,7 +50,8 @@ func (m *Managers) Allocate(req *cgroupv1.AllocateCPUsRequest) (*cgroupv1.Alloca
 	pod := req.GetPod()
 	nodes := numaNodes(req)
 	mem := m.Memory.NewAllocator(req, tables, PodQOS(pod) == Guaranteed)
-	providers := []topology.Provider{topology.NewDevices(pod, nodes, req.GetDevices()), cpu, mem}
+	devices := topology.NewDevices(pod, nodes, req.GetDevices())
+	providers := []topology.Provider{devices, cpu, mem}
 	var refused *topology.AdmitError
 	switch err := m.Topology.Admit(pod, nodes, providers); {
 	case errors.As(err, &refused):
@@ -60,6 +61,7 @@ func (m *Managers) Allocate(req *cgroupv1.AllocateCPUsRequest) (*cgroupv1.Alloca
 	}
 	resp.Assignments = cpu.Assignments
 	resp.MemoryAssignments = mem.Result()
+	resp.DeviceAffinities = devices.Affinities()
 	return resp, nil
 }
 

@@ -85,3 +85,44 @@ func TestManagersAllocate(t *testing.T) {
 		})
 	}
 }
+
+// On two NUMA nodes whose free device sits on node 1, the containers
+// asking for devices are told node 1, the hint their devices are to be
+// picked on (upstream's device manager reads it from the topology
+// manager's store); a container without devices and a policy without
+// hints give none.
+func TestManagersDeviceAffinities(t *testing.T) {
+	node := &typesv1.Node{Capacity: rl(t, "cpu", "4", "memory", "8Gi"), Allocatable: rl(t, "cpu", "4", "memory", "8Gi")}
+	devs := func() *typesv1.ResourceList { return rl(t, "example.com/dev", "1") }
+	p := withInit(pod("p", ctr("app", devs(), devs()), ctr("plain", nil, nil)), ctr("prep", devs(), devs()))
+	cpus := []*cgroupv1.CPUInfo{{Id: 0, CoreId: 0}, {Id: 1, CoreId: 1}, {Id: 2, CoreId: 2, NumaNode: 1}, {Id: 3, CoreId: 3, NumaNode: 1}}
+	numa := []*cgroupv1.NUMANode{{Id: 0, MemoryBytes: 4 << 30}, {Id: 1, MemoryBytes: 4 << 30}}
+	devices := []*cgroupv1.ResourceDevices{{Resource: "example.com/dev", Devices: []*cgroupv1.DeviceNUMA{
+		{Id: "a", NumaNodes: []int64{0}}, {Id: "b", NumaNodes: []int64{1}, Free: true}, {Id: "c", NumaNodes: []int64{0}},
+	}}}
+	for _, tc := range []struct {
+		policy, scope, want string
+	}{
+		{policy: "single-numa-node", scope: "container", want: "prep:[1] app:[1]"},
+		{policy: "best-effort", scope: "pod", want: "prep:[1] app:[1]"},
+		{policy: "none", scope: "container", want: ""},
+	} {
+		t.Run(tc.policy+"/"+tc.scope, func(t *testing.T) {
+			m, err := defaultConfig(t, func(c *Config) { c.TopologyManagerPolicy, c.TopologyManagerScope = tc.policy, tc.scope }).Managers()
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := m.Allocate(&cgroupv1.AllocateCPUsRequest{Pod: p, Node: node, Cpus: cpus, NumaNodes: numa, Devices: devices})
+			if err != nil || !resp.GetAdmit() {
+				t.Fatalf("Allocate = %v, %v; want admitted", resp, err)
+			}
+			var got []string
+			for _, a := range resp.GetDeviceAffinities() {
+				got = append(got, fmt.Sprintf("%s:%v", a.GetContainerName(), a.GetNumaNodes()))
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("device affinities %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

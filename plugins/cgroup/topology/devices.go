@@ -10,15 +10,19 @@ import (
 // Devices is the devices' hint provider (upstream devicemanager's
 // GetTopologyHints): the core sends every device of each extended
 // resource the pod asks for, where it sits and whether it is free. The
-// devices manager picks the devices after this admission; Allocate only
-// sets aside as many free devices as a container asks for, those on the
-// hint's nodes first, so that the next container's hints see what is left
-// as upstream's do (a regular init container's devices are reusable by
-// the containers after it).
+// core's devices manager picks the devices after this admission, on the
+// nodes of the hint each container got (Affinities); Allocate only sets
+// aside as many free devices as a container asks for, those on the hint's
+// nodes first, so that the next container's hints see what is left as
+// upstream's do (a regular init container's devices are reusable by the
+// containers after it).
 type Devices struct {
 	pod       *typesv1.Pod
 	nodes     []int
 	resources map[string]*resourceDevices
+	// affinities are the hints containers asking for devices got, in
+	// the order they got them.
+	affinities []*cgroupv1.ContainerAffinity
 }
 
 type resourceDevices struct {
@@ -131,7 +135,15 @@ func (d *Devices) PodHints() Hints {
 // free ones on the hint's nodes, then any.
 func (d *Devices) Allocate(c *typesv1.Container, hint Hint) error {
 	init := slices.Contains(d.pod.GetInitContainers(), c) && !c.GetRestartable()
-	for name, n := range d.requests(c) {
+	req := d.requests(c)
+	if len(req) > 0 && hint.Affinity != 0 {
+		a := &cgroupv1.ContainerAffinity{ContainerName: c.GetName()}
+		for _, n := range hint.Affinity.Nodes() {
+			a.NumaNodes = append(a.NumaNodes, int32(n))
+		}
+		d.affinities = append(d.affinities, a)
+	}
+	for name, n := range req {
 		r := d.resources[name]
 		var picked []*cgroupv1.DeviceNUMA
 		take := func(from []*cgroupv1.DeviceNUMA, ok func(*cgroupv1.DeviceNUMA) bool) []*cgroupv1.DeviceNUMA {
@@ -157,3 +169,8 @@ func (d *Devices) Allocate(c *typesv1.Container, hint Hint) error {
 	}
 	return nil
 }
+
+// Affinities are the NUMA nodes of the hint each container asking for
+// devices got (upstream's topology manager store, which its device manager
+// reads when it picks the devices); a hint without preference is left out.
+func (d *Devices) Affinities() []*cgroupv1.ContainerAffinity { return d.affinities }

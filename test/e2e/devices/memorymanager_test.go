@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/prereq"
 )
 
@@ -134,8 +135,10 @@ func describeMemory(mem []*podresourcesv1.ContainerMemory) string {
 // crash of the core restarts nothing and keeps the assignment; a second
 // Guaranteed pod wanting the one exclusive CPU left is refused with
 // TopologyAffinityError, as upstream refuses it; the memory returns when
-// the pod goes. What one node cannot show: placement across NUMA nodes
-// (the plugin's table tests cover it on two).
+// the pod goes, and a regular init container's once the container after it
+// is created. What one node cannot show: placement across NUMA nodes,
+// devices picked on the topology manager's node among others (the
+// plugin's and the core's unit tests cover both on two fake nodes).
 func TestStaticMemoryManagerSingleNUMANode(t *testing.T) {
 	if runtime.NumCPU() != 2 {
 		prereq.Missing(t, "the test is written for a node of exactly 2 CPUs (reserved_system_cpus = \"0\", one to hand out); this one has %d", runtime.NumCPU())
@@ -227,4 +230,39 @@ func TestStaticMemoryManagerSingleNUMANode(t *testing.T) {
 		_, e, r := memoryState(t, n.rootDir)
 		return len(e) == 0 && r == 0, fmt.Sprintf("entries %v reserved %v", e, r)
 	})
+
+	// A regular init container's memory is released when the next
+	// container is created, as upstream's AddContainer releases it: of
+	// its 96Mi, the app container reused 32Mi, and the 64Mi left return.
+	n.addPod("staged", stagedPod("staged"))
+	staged := n.running("staged")
+	wantEntry = fmt.Sprintf("map[%s:map[app:[{[0] memory %d}]]]", staged.UID, 32<<20)
+	if _, e, r := memoryState(t, n.rootDir); fmt.Sprint(e) != wantEntry || r != 32<<20 {
+		t.Errorf("memory_manager_state once the app container runs: entries %v reserved %v; want %s, %d (the init container's memory released)", e, r, wantEntry, 32<<20)
+	}
+}
+
+// stagedPod is a Guaranteed pod whose init container asks for more memory
+// than its app container; neither asks for a whole CPU.
+func stagedPod(name string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %[1]s
+  namespace: default
+spec:
+  terminationGracePeriodSeconds: 1
+  initContainers:
+  - name: init
+    image: %[2]s
+    command: ["sh", "-c", "true"]
+    resources:
+      limits: {cpu: 500m, memory: 96Mi}
+  containers:
+  - name: app
+    image: %[2]s
+    command: ["sleep", "3600"]
+    resources:
+      limits: {cpu: 500m, memory: 32Mi}
+`, name, devnode.DefaultTestImage)
 }

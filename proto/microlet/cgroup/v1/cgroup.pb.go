@@ -1281,8 +1281,14 @@ type AllocateCPUsResponse struct {
 	MemoryTables []*NUMANodeMemory `protobuf:"bytes,9,rep,name=memory_tables,json=memoryTables,proto3" json:"memory_tables,omitempty"`
 	// This pod's containers that get memory on chosen NUMA nodes.
 	MemoryAssignments []*MemoryAssignment `protobuf:"bytes,10,rep,name=memory_assignments,json=memoryAssignments,proto3" json:"memory_assignments,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The NUMA nodes the topology manager chose for each of this pod's
+	// containers that asks for devices (its merged hint); none under the
+	// "none" policy or when the hint has no preference. The core's devices
+	// manager picks those containers' devices on these nodes first, as
+	// upstream's device manager reads the topology manager's affinity.
+	DeviceAffinities []*ContainerAffinity `protobuf:"bytes,11,rep,name=device_affinities,json=deviceAffinities,proto3" json:"device_affinities,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *AllocateCPUsResponse) Reset() {
@@ -1381,6 +1387,66 @@ func (x *AllocateCPUsResponse) GetMemoryTables() []*NUMANodeMemory {
 func (x *AllocateCPUsResponse) GetMemoryAssignments() []*MemoryAssignment {
 	if x != nil {
 		return x.MemoryAssignments
+	}
+	return nil
+}
+
+func (x *AllocateCPUsResponse) GetDeviceAffinities() []*ContainerAffinity {
+	if x != nil {
+		return x.DeviceAffinities
+	}
+	return nil
+}
+
+// ContainerAffinity is the NUMA nodes chosen for one container.
+type ContainerAffinity struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ContainerName string                 `protobuf:"bytes,1,opt,name=container_name,json=containerName,proto3" json:"container_name,omitempty"`
+	NumaNodes     []int32                `protobuf:"varint,2,rep,packed,name=numa_nodes,json=numaNodes,proto3" json:"numa_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerAffinity) Reset() {
+	*x = ContainerAffinity{}
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerAffinity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerAffinity) ProtoMessage() {}
+
+func (x *ContainerAffinity) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_cgroup_v1_cgroup_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerAffinity.ProtoReflect.Descriptor instead.
+func (*ContainerAffinity) Descriptor() ([]byte, []int) {
+	return file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ContainerAffinity) GetContainerName() string {
+	if x != nil {
+		return x.ContainerName
+	}
+	return ""
+}
+
+func (x *ContainerAffinity) GetNumaNodes() []int32 {
+	if x != nil {
+		return x.NumaNodes
 	}
 	return nil
 }
@@ -1498,7 +1564,7 @@ const file_microlet_cgroup_v1_cgroup_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
 	"numa_nodes\x18\x02 \x03(\x03R\tnumaNodes\x12\x12\n" +
-	"\x04free\x18\x03 \x01(\bR\x04free\"\xe7\x03\n" +
+	"\x04free\x18\x03 \x01(\bR\x04free\"\xbb\x04\n" +
 	"\x14AllocateCPUsResponse\x12\x1f\n" +
 	"\vpolicy_name\x18\x01 \x01(\tR\n" +
 	"policyName\x12\x14\n" +
@@ -1511,7 +1577,12 @@ const file_microlet_cgroup_v1_cgroup_proto_rawDesc = "" +
 	"\x12memory_policy_name\x18\b \x01(\tR\x10memoryPolicyName\x12G\n" +
 	"\rmemory_tables\x18\t \x03(\v2\".microlet.cgroup.v1.NUMANodeMemoryR\fmemoryTables\x12S\n" +
 	"\x12memory_assignments\x18\n" +
-	" \x03(\v2$.microlet.cgroup.v1.MemoryAssignmentR\x11memoryAssignments2\xeb\x02\n" +
+	" \x03(\v2$.microlet.cgroup.v1.MemoryAssignmentR\x11memoryAssignments\x12R\n" +
+	"\x11device_affinities\x18\v \x03(\v2%.microlet.cgroup.v1.ContainerAffinityR\x10deviceAffinities\"Y\n" +
+	"\x11ContainerAffinity\x12%\n" +
+	"\x0econtainer_name\x18\x01 \x01(\tR\rcontainerName\x12\x1d\n" +
+	"\n" +
+	"numa_nodes\x18\x02 \x03(\x05R\tnumaNodes2\xeb\x02\n" +
 	"\rCgroupService\x12R\n" +
 	"\aPlanPod\x12\".microlet.cgroup.v1.PlanPodRequest\x1a#.microlet.cgroup.v1.PlanPodResponse\x12U\n" +
 	"\bPlanNode\x12#.microlet.cgroup.v1.PlanNodeRequest\x1a$.microlet.cgroup.v1.PlanNodeResponse\x12L\n" +
@@ -1530,7 +1601,7 @@ func file_microlet_cgroup_v1_cgroup_proto_rawDescGZIP() []byte {
 	return file_microlet_cgroup_v1_cgroup_proto_rawDescData
 }
 
-var file_microlet_cgroup_v1_cgroup_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_microlet_cgroup_v1_cgroup_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_microlet_cgroup_v1_cgroup_proto_goTypes = []any{
 	(*CgroupSettings)(nil),       // 0: microlet.cgroup.v1.CgroupSettings
 	(*ContainerPlan)(nil),        // 1: microlet.cgroup.v1.ContainerPlan
@@ -1552,58 +1623,60 @@ var file_microlet_cgroup_v1_cgroup_proto_goTypes = []any{
 	(*ResourceDevices)(nil),      // 17: microlet.cgroup.v1.ResourceDevices
 	(*DeviceNUMA)(nil),           // 18: microlet.cgroup.v1.DeviceNUMA
 	(*AllocateCPUsResponse)(nil), // 19: microlet.cgroup.v1.AllocateCPUsResponse
-	nil,                          // 20: microlet.cgroup.v1.CgroupSettings.HugepageLimitsEntry
-	nil,                          // 21: microlet.cgroup.v1.NUMANode.HugepagesBytesEntry
-	nil,                          // 22: microlet.cgroup.v1.NUMANodeMemory.MemoryEntry
-	(*v1.Pod)(nil),               // 23: microlet.types.v1.Pod
-	(*v1.Node)(nil),              // 24: microlet.types.v1.Node
-	(*v1.ResourceList)(nil),      // 25: microlet.types.v1.ResourceList
+	(*ContainerAffinity)(nil),    // 20: microlet.cgroup.v1.ContainerAffinity
+	nil,                          // 21: microlet.cgroup.v1.CgroupSettings.HugepageLimitsEntry
+	nil,                          // 22: microlet.cgroup.v1.NUMANode.HugepagesBytesEntry
+	nil,                          // 23: microlet.cgroup.v1.NUMANodeMemory.MemoryEntry
+	(*v1.Pod)(nil),               // 24: microlet.types.v1.Pod
+	(*v1.Node)(nil),              // 25: microlet.types.v1.Node
+	(*v1.ResourceList)(nil),      // 26: microlet.types.v1.ResourceList
 }
 var file_microlet_cgroup_v1_cgroup_proto_depIdxs = []int32{
-	20, // 0: microlet.cgroup.v1.CgroupSettings.hugepage_limits:type_name -> microlet.cgroup.v1.CgroupSettings.HugepageLimitsEntry
+	21, // 0: microlet.cgroup.v1.CgroupSettings.hugepage_limits:type_name -> microlet.cgroup.v1.CgroupSettings.HugepageLimitsEntry
 	0,  // 1: microlet.cgroup.v1.ContainerPlan.resources:type_name -> microlet.cgroup.v1.CgroupSettings
-	23, // 2: microlet.cgroup.v1.PlanPodRequest.pod:type_name -> microlet.types.v1.Pod
-	24, // 3: microlet.cgroup.v1.PlanPodRequest.node:type_name -> microlet.types.v1.Node
+	24, // 2: microlet.cgroup.v1.PlanPodRequest.pod:type_name -> microlet.types.v1.Pod
+	25, // 3: microlet.cgroup.v1.PlanPodRequest.node:type_name -> microlet.types.v1.Node
 	0,  // 4: microlet.cgroup.v1.PlanPodResponse.pod_resources:type_name -> microlet.cgroup.v1.CgroupSettings
 	1,  // 5: microlet.cgroup.v1.PlanPodResponse.containers:type_name -> microlet.cgroup.v1.ContainerPlan
 	1,  // 6: microlet.cgroup.v1.PlanPodResponse.init_containers:type_name -> microlet.cgroup.v1.ContainerPlan
-	24, // 7: microlet.cgroup.v1.PlanNodeRequest.node:type_name -> microlet.types.v1.Node
-	23, // 8: microlet.cgroup.v1.PlanNodeRequest.pods:type_name -> microlet.types.v1.Pod
-	25, // 9: microlet.cgroup.v1.PlanNodeRequest.eviction_reserved:type_name -> microlet.types.v1.ResourceList
+	25, // 7: microlet.cgroup.v1.PlanNodeRequest.node:type_name -> microlet.types.v1.Node
+	24, // 8: microlet.cgroup.v1.PlanNodeRequest.pods:type_name -> microlet.types.v1.Pod
+	26, // 9: microlet.cgroup.v1.PlanNodeRequest.eviction_reserved:type_name -> microlet.types.v1.ResourceList
 	0,  // 10: microlet.cgroup.v1.QOSCgroup.resources:type_name -> microlet.cgroup.v1.CgroupSettings
-	25, // 11: microlet.cgroup.v1.PlanNodeResponse.allocatable:type_name -> microlet.types.v1.ResourceList
+	26, // 11: microlet.cgroup.v1.PlanNodeResponse.allocatable:type_name -> microlet.types.v1.ResourceList
 	5,  // 12: microlet.cgroup.v1.PlanNodeResponse.cgroups:type_name -> microlet.cgroup.v1.QOSCgroup
-	23, // 13: microlet.cgroup.v1.AdmitRequest.pod:type_name -> microlet.types.v1.Pod
-	24, // 14: microlet.cgroup.v1.AdmitRequest.node:type_name -> microlet.types.v1.Node
-	23, // 15: microlet.cgroup.v1.AdmitRequest.admitted_pods:type_name -> microlet.types.v1.Pod
-	23, // 16: microlet.cgroup.v1.AllocateCPUsRequest.pod:type_name -> microlet.types.v1.Pod
-	24, // 17: microlet.cgroup.v1.AllocateCPUsRequest.node:type_name -> microlet.types.v1.Node
+	24, // 13: microlet.cgroup.v1.AdmitRequest.pod:type_name -> microlet.types.v1.Pod
+	25, // 14: microlet.cgroup.v1.AdmitRequest.node:type_name -> microlet.types.v1.Node
+	24, // 15: microlet.cgroup.v1.AdmitRequest.admitted_pods:type_name -> microlet.types.v1.Pod
+	24, // 16: microlet.cgroup.v1.AllocateCPUsRequest.pod:type_name -> microlet.types.v1.Pod
+	25, // 17: microlet.cgroup.v1.AllocateCPUsRequest.node:type_name -> microlet.types.v1.Node
 	9,  // 18: microlet.cgroup.v1.AllocateCPUsRequest.cpus:type_name -> microlet.cgroup.v1.CPUInfo
 	10, // 19: microlet.cgroup.v1.AllocateCPUsRequest.assigned:type_name -> microlet.cgroup.v1.CPUAssignment
 	12, // 20: microlet.cgroup.v1.AllocateCPUsRequest.numa_nodes:type_name -> microlet.cgroup.v1.NUMANode
 	14, // 21: microlet.cgroup.v1.AllocateCPUsRequest.memory_assigned:type_name -> microlet.cgroup.v1.MemoryAssignment
 	17, // 22: microlet.cgroup.v1.AllocateCPUsRequest.devices:type_name -> microlet.cgroup.v1.ResourceDevices
-	21, // 23: microlet.cgroup.v1.NUMANode.hugepages_bytes:type_name -> microlet.cgroup.v1.NUMANode.HugepagesBytesEntry
+	22, // 23: microlet.cgroup.v1.NUMANode.hugepages_bytes:type_name -> microlet.cgroup.v1.NUMANode.HugepagesBytesEntry
 	13, // 24: microlet.cgroup.v1.MemoryAssignment.blocks:type_name -> microlet.cgroup.v1.MemoryBlock
-	22, // 25: microlet.cgroup.v1.NUMANodeMemory.memory:type_name -> microlet.cgroup.v1.NUMANodeMemory.MemoryEntry
+	23, // 25: microlet.cgroup.v1.NUMANodeMemory.memory:type_name -> microlet.cgroup.v1.NUMANodeMemory.MemoryEntry
 	18, // 26: microlet.cgroup.v1.ResourceDevices.devices:type_name -> microlet.cgroup.v1.DeviceNUMA
 	10, // 27: microlet.cgroup.v1.AllocateCPUsResponse.assignments:type_name -> microlet.cgroup.v1.CPUAssignment
 	16, // 28: microlet.cgroup.v1.AllocateCPUsResponse.memory_tables:type_name -> microlet.cgroup.v1.NUMANodeMemory
 	14, // 29: microlet.cgroup.v1.AllocateCPUsResponse.memory_assignments:type_name -> microlet.cgroup.v1.MemoryAssignment
-	15, // 30: microlet.cgroup.v1.NUMANodeMemory.MemoryEntry.value:type_name -> microlet.cgroup.v1.MemoryTable
-	2,  // 31: microlet.cgroup.v1.CgroupService.PlanPod:input_type -> microlet.cgroup.v1.PlanPodRequest
-	4,  // 32: microlet.cgroup.v1.CgroupService.PlanNode:input_type -> microlet.cgroup.v1.PlanNodeRequest
-	7,  // 33: microlet.cgroup.v1.CgroupService.Admit:input_type -> microlet.cgroup.v1.AdmitRequest
-	11, // 34: microlet.cgroup.v1.CgroupService.AllocateCPUs:input_type -> microlet.cgroup.v1.AllocateCPUsRequest
-	3,  // 35: microlet.cgroup.v1.CgroupService.PlanPod:output_type -> microlet.cgroup.v1.PlanPodResponse
-	6,  // 36: microlet.cgroup.v1.CgroupService.PlanNode:output_type -> microlet.cgroup.v1.PlanNodeResponse
-	8,  // 37: microlet.cgroup.v1.CgroupService.Admit:output_type -> microlet.cgroup.v1.AdmitResponse
-	19, // 38: microlet.cgroup.v1.CgroupService.AllocateCPUs:output_type -> microlet.cgroup.v1.AllocateCPUsResponse
-	35, // [35:39] is the sub-list for method output_type
-	31, // [31:35] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	20, // 30: microlet.cgroup.v1.AllocateCPUsResponse.device_affinities:type_name -> microlet.cgroup.v1.ContainerAffinity
+	15, // 31: microlet.cgroup.v1.NUMANodeMemory.MemoryEntry.value:type_name -> microlet.cgroup.v1.MemoryTable
+	2,  // 32: microlet.cgroup.v1.CgroupService.PlanPod:input_type -> microlet.cgroup.v1.PlanPodRequest
+	4,  // 33: microlet.cgroup.v1.CgroupService.PlanNode:input_type -> microlet.cgroup.v1.PlanNodeRequest
+	7,  // 34: microlet.cgroup.v1.CgroupService.Admit:input_type -> microlet.cgroup.v1.AdmitRequest
+	11, // 35: microlet.cgroup.v1.CgroupService.AllocateCPUs:input_type -> microlet.cgroup.v1.AllocateCPUsRequest
+	3,  // 36: microlet.cgroup.v1.CgroupService.PlanPod:output_type -> microlet.cgroup.v1.PlanPodResponse
+	6,  // 37: microlet.cgroup.v1.CgroupService.PlanNode:output_type -> microlet.cgroup.v1.PlanNodeResponse
+	8,  // 38: microlet.cgroup.v1.CgroupService.Admit:output_type -> microlet.cgroup.v1.AdmitResponse
+	19, // 39: microlet.cgroup.v1.CgroupService.AllocateCPUs:output_type -> microlet.cgroup.v1.AllocateCPUsResponse
+	36, // [36:40] is the sub-list for method output_type
+	32, // [32:36] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_microlet_cgroup_v1_cgroup_proto_init() }
@@ -1618,7 +1691,7 @@ func file_microlet_cgroup_v1_cgroup_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_microlet_cgroup_v1_cgroup_proto_rawDesc), len(file_microlet_cgroup_v1_cgroup_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
