@@ -187,8 +187,10 @@ func (p *PodWorkers) podWorkerLoop(uid types.UID, podUpdates <-chan struct{}) {
 			phaseTransition = true
 		}
 
-		p.completeWork(uid, phaseTransition, err)
+		// Observed before the work completes, so that whoever sees the
+		// worker idle sees its duration counted too.
 		p.metrics.observeWork(update.Options.UpdateType.String(), update.Options.StartTime, p.clock)
+		p.completeWork(uid, phaseTransition, err)
 		log.Trace("processing pod event done")
 	}
 }
