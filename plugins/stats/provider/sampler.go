@@ -244,7 +244,7 @@ func (s *sampler) podSample(sample summary.Sample, node *typesv1.Node, pod *type
 		}
 		if !sample.OnlyCPUAndMemory {
 			cs.Logs = s.logs(pod, filepath.Join(pod.GetLogDirectory(), c.GetName()))
-			cs.Processes = s.processes(cgroup, c.GetContainerId())
+			cs.Processes, cs.Cgroup = s.containerCgroup(cgroup, c.GetContainerId())
 		}
 		out.Containers = append(out.Containers, cs)
 	}
@@ -314,22 +314,29 @@ func (s *sampler) logs(pod *typesv1.Pod, dir string) *summary.DiskUsage {
 	return usage
 }
 
-// processes counts a container's processes in its cgroup; nil when the
-// cgroup cannot be found.
-func (s *sampler) processes(podCgroup, containerID string) *uint64 {
+// containerCgroup counts a container's processes and reads its cgroup's
+// accounting (what the runtime's stats leave out); nil when the cgroup
+// cannot be found or read.
+func (s *sampler) containerCgroup(podCgroup, containerID string) (*uint64, *summary.CgroupSample) {
 	if podCgroup == "" {
-		return nil
+		return nil, nil
 	}
 	path := s.cgroups.ContainerPath(podCgroup, containerID)
 	if path == "" {
-		return nil
+		return nil, nil
 	}
-	n, err := s.cgroups.Processes(path)
-	if err != nil {
+	var processes *uint64
+	if n, err := s.cgroups.Processes(path); err != nil {
 		s.log.Debug("cannot count a container's processes", "cgroup", path, "error", err)
-		return nil
+	} else {
+		processes = &n
 	}
-	return &n
+	cg, err := s.cgroups.Read(path)
+	if err != nil {
+		s.log.Debug("cannot read a container's cgroup", "cgroup", path, "error", err)
+		return processes, nil
+	}
+	return processes, &cg
 }
 
 // emptyDir measures an emptyDir volume. One on disk is walked in the

@@ -73,7 +73,23 @@ func buildContainer(s Sample, c ContainerSample, rates *CPURates) *typesv1.Conta
 	if c.Logs != nil {
 		out.Logs = filesOn(s.Node.Fs, c.Logs)
 	}
+	if cg := c.Cgroup; cg != nil {
+		fromCgroup(out, *cg)
+	}
 	return out
+}
+
+// fromCgroup adds to a container's stats what its cgroup says and the
+// runtime's stats do not: the page cache, CFS periods, block I/O. Its
+// pressure stays out, as the kubelet's container stats have none from CRI.
+func fromCgroup(out *typesv1.ContainerStats, cg CgroupSample) {
+	setCFS(out.Cpu, cg)
+	if cg.Memory != nil {
+		out.Memory.CacheBytes = ptr(cg.Memory.Cache)
+	}
+	if len(cg.DiskIO) > 0 {
+		out.Io = &typesv1.IOStats{Time: timestamp(cg.Time), Devices: cg.DiskIO}
+	}
 }
 
 // containerCPU is the runtime's cpu stats. When the runtime gives no rate,

@@ -47,6 +47,17 @@ type CgroupSample struct {
 	SwapLimit *uint64
 	// Pressure stall information; nil where the kernel offers none (cgroup v1).
 	CPUPressure, MemoryPressure, IOPressure *typesv1.PSIStats
+	// CFS is the cgroup's CFS bandwidth accounting; nil when the cgroup has
+	// no CFS quota.
+	CFS *CFSSample
+	// DiskIO is the cgroup's block I/O per device (cAdvisor's); empty when
+	// the kernel counted none.
+	DiskIO []*typesv1.DeviceIOStats
+}
+
+// CFSSample is cpu.stat's nr_periods and nr_throttled.
+type CFSSample struct {
+	Periods, ThrottledPeriods uint64
 }
 
 // MemorySample is a cgroup's memory accounting.
@@ -58,6 +69,8 @@ type MemorySample struct {
 	InactiveFile uint64
 	// RSS is total_rss (v1) or anon (v2).
 	RSS uint64
+	// Cache is total_cache (v1) or file (v2): the page cache.
+	Cache uint64
 	// PageFaults and MajorPageFaults are pgfault and pgmajfault.
 	PageFaults, MajorPageFaults uint64
 	// Limit is nil when the cgroup's memory is not limited.
@@ -170,6 +183,10 @@ type ContainerSample struct {
 	// Processes counts the processes in the container's cgroup; nil when
 	// unknown.
 	Processes *uint64
+	// Cgroup is the container's own cgroup, for what the runtime's stats
+	// leave out (the page cache, CFS throttling, block I/O); nil when
+	// unknown.
+	Cgroup *CgroupSample
 }
 
 // VolumeSample is one pod volume the node can measure.
