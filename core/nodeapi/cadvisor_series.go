@@ -91,7 +91,7 @@ func (s series) memory(ch chan<- prometheus.Metric, m *typesv1.MemoryStats, swap
 func (s series) blockIO(ch chan<- prometheus.Metric, io *typesv1.IOStats) {
 	for _, d := range io.GetDevices() {
 		s.emitAll(ch, io.GetTime(), prometheus.CounterValue, []metric{
-			{fsReadsBytesDesc, &d.ReadBytes}, {fsReadsDesc, &d.Reads}, {fsWritesBytesDesc, &d.WriteBytes}, {fsWritesDesc, &d.Writes},
+			{fsReadsBytesDesc, d.ReadBytes}, {fsReadsDesc, d.Reads}, {fsWritesBytesDesc, d.WriteBytes}, {fsWritesDesc, d.Writes},
 		}, d.GetDevice())
 	}
 }

@@ -105,7 +105,7 @@ func (statsPlugin) GetSummary(context.Context, *statsv1.GetSummaryRequest) (*typ
 		Cpu:    &typesv1.CPUStats{Time: at, UsageCoreNanoSeconds: u(5e9)},
 		Memory: &typesv1.MemoryStats{Time: at, WorkingSetBytes: u(1000), UsageBytes: u(2000), CacheBytes: u(700)},
 		Swap:   &typesv1.SwapStats{Time: at, SwapUsageBytes: u(64)},
-		Io:     &typesv1.IOStats{Time: at, Devices: []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: 9, ReadBytes: 36864, Writes: 4, WriteBytes: 16384}}}}
+		Io:     &typesv1.IOStats{Time: at, Devices: []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: u(9), ReadBytes: u(36864), Writes: u(4), WriteBytes: u(16384)}}}}
 	pod := &typesv1.PodStats{PodRef: &typesv1.PodReference{Name: "web", Namespace: "default", Uid: "uid-web"},
 		Cpu: &typesv1.CPUStats{Time: at, UsageCoreNanoSeconds: u(2e9), CfsPeriods: u(100), CfsThrottledPeriods: u(25)},
 		Network: &typesv1.NetworkStats{Time: at, Interfaces: []*typesv1.InterfaceStats{{Name: "eth0", RxBytes: u(10), TxBytes: u(20),
@@ -113,7 +113,7 @@ func (statsPlugin) GetSummary(context.Context, *statsv1.GetSummaryRequest) (*typ
 		Containers: []*typesv1.ContainerStats{{Name: "app", StartTime: timestamppb.New(time.Unix(1690000000, 0)),
 			Cpu:    &typesv1.CPUStats{Time: at, UsageCoreNanoSeconds: u(1e9), CfsPeriods: u(90), CfsThrottledPeriods: u(20)},
 			Memory: &typesv1.MemoryStats{Time: at, WorkingSetBytes: u(300), RssBytes: u(200), PageFaults: u(7), CacheBytes: u(50)},
-			Io:     &typesv1.IOStats{Time: at, Devices: []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: 2, ReadBytes: 8192}}},
+			Io:     &typesv1.IOStats{Time: at, Devices: []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: u(2), ReadBytes: u(8192)}}},
 			Rootfs: &typesv1.FsStats{Time: at, UsedBytes: u(4096)}}}}
 	return node, []*typesv1.PodStats{pod}, nil
 }

@@ -94,18 +94,18 @@ func (c *Cgroups) blkioV1(dir string) ([]*typesv1.DeviceIOStats, error) {
 			d := c.device(devices, e.major, e.minor)
 			switch e.op {
 			case "Read":
-				d.Reads = e.value
+				d.Reads = ptr(e.value)
 			case "Write":
-				d.Writes = e.value
+				d.Writes = ptr(e.value)
 			}
 		}
 		for _, e := range bytes {
 			d := c.device(devices, e.major, e.minor)
 			switch e.op {
 			case "Read":
-				d.ReadBytes = e.value
+				d.ReadBytes = ptr(e.value)
 			case "Write":
-				d.WriteBytes = e.value
+				d.WriteBytes = ptr(e.value)
 			}
 		}
 		return sortedDevices(devices), nil
@@ -186,13 +186,13 @@ func (c *Cgroups) ioV2(dir string) ([]*typesv1.DeviceIOStats, error) {
 			}
 			switch key {
 			case "rbytes":
-				d.ReadBytes = v
+				d.ReadBytes = ptr(v)
 			case "wbytes":
-				d.WriteBytes = v
+				d.WriteBytes = ptr(v)
 			case "rios":
-				d.Reads = v
+				d.Reads = ptr(v)
 			case "wios":
-				d.Writes = v
+				d.Writes = ptr(v)
 			}
 		}
 	}

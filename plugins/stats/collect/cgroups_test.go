@@ -216,8 +216,8 @@ func TestReadCgroup(t *testing.T) {
 			SwapUsage:     u(512),
 			CFS:           &summary.CFSSample{Periods: 120, ThrottledPeriods: 30},
 			DiskIO: []*typesv1.DeviceIOStats{
-				{Device: "/dev/sda", Major: 8, Minor: 0, Reads: 10, Writes: 4, ReadBytes: 40960, WriteBytes: 16384},
-				{Device: "", Major: 253, Minor: 1, Writes: 1, WriteBytes: 512},
+				{Device: "/dev/sda", Major: 8, Minor: 0, Reads: u(10), Writes: u(4), ReadBytes: u(40960), WriteBytes: u(16384)},
+				{Device: "", Major: 253, Minor: 1, Reads: u(0), ReadBytes: u(0), Writes: u(1), WriteBytes: u(512)},
 			},
 		}},
 		{"v1 root: no quota, no block I/O counted", v1Tree, "/", summary.CgroupSample{
@@ -235,8 +235,8 @@ func TestReadCgroup(t *testing.T) {
 			CPUPressure: psi, MemoryPressure: psi, IOPressure: psi,
 			CFS: &summary.CFSSample{Periods: 9, ThrottledPeriods: 2},
 			DiskIO: []*typesv1.DeviceIOStats{
-				{Device: "/dev/sda", Major: 8, Minor: 0, Reads: 1, Writes: 2, ReadBytes: 4096, WriteBytes: 8192},
-				{Device: "", Major: 253, Minor: 1, Writes: 1, WriteBytes: 512},
+				{Device: "/dev/sda", Major: 8, Minor: 0, Reads: u(1), Writes: u(2), ReadBytes: u(4096), WriteBytes: u(8192)},
+				{Device: "", Major: 253, Minor: 1, Reads: u(0), ReadBytes: u(0), Writes: u(1), WriteBytes: u(512)},
 			},
 		}},
 		{"v2 cgroup without a quota", v2Tree, "/kubepods", summary.CgroupSample{CPUUsageNanos: u(3000000)}},

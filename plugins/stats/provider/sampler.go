@@ -153,6 +153,9 @@ func (s *sampler) nodeSample(v hostView, onlyCPUAndMemory bool) (summary.NodeSam
 	if out.Network, err = s.proc.Network(); err != nil {
 		s.log.Debug("cannot read the node's network interfaces", "error", err)
 	}
+	if out.FilesystemIO, err = s.proc.FilesystemIO(); err != nil {
+		s.log.Debug("cannot read the node's filesystems' I/O", "error", err)
+	}
 	return out, nil
 }
 

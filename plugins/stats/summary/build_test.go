@@ -43,7 +43,7 @@ func nodeSample() NodeSample {
 			CPUUsageNanos: u(7e9),
 			Memory:        &MemorySample{Usage: 900, InactiveFile: 300, RSS: 400, Cache: 350, PageFaults: 10, MajorPageFaults: 2, Limit: u(1 << 63)},
 			CPUPressure:   psi(10), MemoryPressure: psi(20), IOPressure: psi(30),
-			DiskIO:        []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: 5, ReadBytes: 20480, Writes: 2, WriteBytes: 8192}},
+			DiskIO:        []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: u(5), ReadBytes: u(20480), Writes: u(2), WriteBytes: u(8192)}},
 		},
 		MemoryCapacity: 2000,
 		SwapTotal:      u(500), SwapFree: u(450),
@@ -69,7 +69,7 @@ func TestBuildNode(t *testing.T) {
 		Memory: &typesv1.MemoryStats{Time: ts(t0), AvailableBytes: u(1400), UsageBytes: u(900), WorkingSetBytes: u(600),
 			RssBytes: u(400), CacheBytes: u(350), PageFaults: u(10), MajorPageFaults: u(2), Psi: psi(20)},
 		Io: &typesv1.IOStats{Time: ts(t0), Psi: psi(30),
-			Devices: []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: 5, ReadBytes: 20480, Writes: 2, WriteBytes: 8192}}},
+			Devices: []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: u(5), ReadBytes: u(20480), Writes: u(2), WriteBytes: u(8192)}}},
 		Swap: &typesv1.SwapStats{Time: ts(t0), SwapUsageBytes: u(50), SwapAvailableBytes: u(450)},
 		SystemContainers: []*typesv1.ContainerStats{{
 			Name: "pods", StartTime: ts(boot),
@@ -107,6 +107,16 @@ func TestBuildNode(t *testing.T) {
 		}, with(wantFull, func(n *typesv1.NodeStats) {
 			// Unmeasurable mount point: only what the runtime said.
 			n.Runtime.ContainerFs = &typesv1.FsStats{Time: ts(t0), UsedBytes: u(7)}
+		})},
+		{"the filesystems' reads and writes on devices the root cgroup's counters leave out", func() Sample {
+			n := nodeSample()
+			n.FilesystemIO = []*typesv1.DeviceIOStats{
+				{Device: "/dev/vda", Major: 254, Reads: u(99), Writes: u(98)}, // counted by the cgroup already
+				{Device: "/dev/sda1", Major: 8, Minor: 1, Reads: u(7), Writes: u(6)},
+			}
+			return Sample{Time: t0, Node: n}
+		}, with(wantFull, func(n *typesv1.NodeStats) {
+			n.Io.Devices = append(n.Io.Devices, &typesv1.DeviceIOStats{Device: "/dev/sda1", Major: 8, Minor: 1, Reads: u(7), Writes: u(6)})
 		})},
 		{"pressure but no block I/O counted", func() Sample {
 			n := nodeSample()

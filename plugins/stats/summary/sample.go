@@ -115,6 +115,10 @@ type NodeSample struct {
 	ContainerFs *RuntimeFsSample
 	Rlimit      *RlimitSample
 	Network     *NetworkSample
+	// FilesystemIO is the reads and writes completed on the devices of the
+	// node's disk filesystems (cAdvisor's root container's filesystem
+	// counters); empty when unknown.
+	FilesystemIO []*typesv1.DeviceIOStats
 }
 
 // PodsCgroupSample is the cgroup that holds every pod.

@@ -406,21 +406,23 @@ func (x *IOStats) GetDevices() []*DeviceIOStats {
 	return nil
 }
 
-// DeviceIOStats is a cgroup's block I/O on one device (cAdvisor), as
+// DeviceIOStats is block I/O on one device (cAdvisor): a cgroup's, as
 // cgroup v1's blkio io_serviced / io_service_bytes or v2's io.stat count it
-// (recursively: the cgroup and its descendants).
+// (the cgroup and its descendants); for the node also the reads and writes
+// /proc/diskstats counts on the devices of its disk filesystems, as
+// cAdvisor's root container has them. What was not counted is unset.
 type DeviceIOStats struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// device is the device's node, "/dev/<name>" (cAdvisor's `device` label);
 	// "" when the node has no such block device.
-	Device     string `protobuf:"bytes,1,opt,name=device,proto3" json:"device,omitempty"`
-	Major      uint32 `protobuf:"varint,2,opt,name=major,proto3" json:"major,omitempty"`
-	Minor      uint32 `protobuf:"varint,3,opt,name=minor,proto3" json:"minor,omitempty"`
-	ReadBytes  uint64 `protobuf:"varint,4,opt,name=read_bytes,json=readBytes,proto3" json:"read_bytes,omitempty"`
-	WriteBytes uint64 `protobuf:"varint,5,opt,name=write_bytes,json=writeBytes,proto3" json:"write_bytes,omitempty"`
+	Device     string  `protobuf:"bytes,1,opt,name=device,proto3" json:"device,omitempty"`
+	Major      uint32  `protobuf:"varint,2,opt,name=major,proto3" json:"major,omitempty"`
+	Minor      uint32  `protobuf:"varint,3,opt,name=minor,proto3" json:"minor,omitempty"`
+	ReadBytes  *uint64 `protobuf:"varint,4,opt,name=read_bytes,json=readBytes,proto3,oneof" json:"read_bytes,omitempty"`
+	WriteBytes *uint64 `protobuf:"varint,5,opt,name=write_bytes,json=writeBytes,proto3,oneof" json:"write_bytes,omitempty"`
 	// reads and writes are the I/O operations completed.
-	Reads         uint64 `protobuf:"varint,6,opt,name=reads,proto3" json:"reads,omitempty"`
-	Writes        uint64 `protobuf:"varint,7,opt,name=writes,proto3" json:"writes,omitempty"`
+	Reads         *uint64 `protobuf:"varint,6,opt,name=reads,proto3,oneof" json:"reads,omitempty"`
+	Writes        *uint64 `protobuf:"varint,7,opt,name=writes,proto3,oneof" json:"writes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -477,29 +479,29 @@ func (x *DeviceIOStats) GetMinor() uint32 {
 }
 
 func (x *DeviceIOStats) GetReadBytes() uint64 {
-	if x != nil {
-		return x.ReadBytes
+	if x != nil && x.ReadBytes != nil {
+		return *x.ReadBytes
 	}
 	return 0
 }
 
 func (x *DeviceIOStats) GetWriteBytes() uint64 {
-	if x != nil {
-		return x.WriteBytes
+	if x != nil && x.WriteBytes != nil {
+		return *x.WriteBytes
 	}
 	return 0
 }
 
 func (x *DeviceIOStats) GetReads() uint64 {
-	if x != nil {
-		return x.Reads
+	if x != nil && x.Reads != nil {
+		return *x.Reads
 	}
 	return 0
 }
 
 func (x *DeviceIOStats) GetWrites() uint64 {
-	if x != nil {
-		return x.Writes
+	if x != nil && x.Writes != nil {
+		return *x.Writes
 	}
 	return 0
 }
@@ -1657,17 +1659,21 @@ const file_microlet_types_v1_stats_proto_rawDesc = "" +
 	"\aIOStats\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12-\n" +
 	"\x03psi\x18\x02 \x01(\v2\x1b.microlet.types.v1.PSIStatsR\x03psi\x12:\n" +
-	"\adevices\x18\x03 \x03(\v2 .microlet.types.v1.DeviceIOStatsR\adevices\"\xc1\x01\n" +
+	"\adevices\x18\x03 \x03(\v2 .microlet.types.v1.DeviceIOStatsR\adevices\"\x89\x02\n" +
 	"\rDeviceIOStats\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\tR\x06device\x12\x14\n" +
 	"\x05major\x18\x02 \x01(\rR\x05major\x12\x14\n" +
-	"\x05minor\x18\x03 \x01(\rR\x05minor\x12\x1d\n" +
+	"\x05minor\x18\x03 \x01(\rR\x05minor\x12\"\n" +
 	"\n" +
-	"read_bytes\x18\x04 \x01(\x04R\treadBytes\x12\x1f\n" +
-	"\vwrite_bytes\x18\x05 \x01(\x04R\n" +
-	"writeBytes\x12\x14\n" +
-	"\x05reads\x18\x06 \x01(\x04R\x05reads\x12\x16\n" +
-	"\x06writes\x18\a \x01(\x04R\x06writes\"\xcf\x01\n" +
+	"read_bytes\x18\x04 \x01(\x04H\x00R\treadBytes\x88\x01\x01\x12$\n" +
+	"\vwrite_bytes\x18\x05 \x01(\x04H\x01R\n" +
+	"writeBytes\x88\x01\x01\x12\x19\n" +
+	"\x05reads\x18\x06 \x01(\x04H\x02R\x05reads\x88\x01\x01\x12\x1b\n" +
+	"\x06writes\x18\a \x01(\x04H\x03R\x06writes\x88\x01\x01B\r\n" +
+	"\v_read_bytesB\x0e\n" +
+	"\f_write_bytesB\b\n" +
+	"\x06_readsB\t\n" +
+	"\a_writes\"\xcf\x01\n" +
 	"\tSwapStats\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x125\n" +
 	"\x14swap_available_bytes\x18\x02 \x01(\x04H\x00R\x12swapAvailableBytes\x88\x01\x01\x12-\n" +
@@ -1895,6 +1901,7 @@ func file_microlet_types_v1_stats_proto_init() {
 	}
 	file_microlet_types_v1_stats_proto_msgTypes[2].OneofWrappers = []any{}
 	file_microlet_types_v1_stats_proto_msgTypes[3].OneofWrappers = []any{}
+	file_microlet_types_v1_stats_proto_msgTypes[5].OneofWrappers = []any{}
 	file_microlet_types_v1_stats_proto_msgTypes[6].OneofWrappers = []any{}
 	file_microlet_types_v1_stats_proto_msgTypes[7].OneofWrappers = []any{}
 	file_microlet_types_v1_stats_proto_msgTypes[8].OneofWrappers = []any{}
