@@ -43,7 +43,7 @@ func nodeSample() NodeSample {
 			CPUUsageNanos: u(7e9),
 			Memory:        &MemorySample{Usage: 900, InactiveFile: 300, RSS: 400, Cache: 350, PageFaults: 10, MajorPageFaults: 2, Limit: u(1 << 63)},
 			CPUPressure:   psi(10), MemoryPressure: psi(20), IOPressure: psi(30),
-			DiskIO:        []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: u(5), ReadBytes: u(20480), Writes: u(2), WriteBytes: u(8192)}},
+			DiskIO: []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: u(5), ReadBytes: u(20480), Writes: u(2), WriteBytes: u(8192)}},
 		},
 		MemoryCapacity: 2000,
 		SwapTotal:      u(500), SwapFree: u(450),

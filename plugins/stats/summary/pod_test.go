@@ -40,8 +40,8 @@ func webSample() PodSample {
 		Cgroup: &CgroupSample{Time: t0, CPUUsageNanos: u(6e9),
 			Memory:    &MemorySample{Usage: 800, InactiveFile: 200, RSS: 150, Cache: 180, PageFaults: 9, MajorPageFaults: 3, Limit: u(1000)},
 			SwapUsage: u(8), SwapLimit: u(1 << 63), IOPressure: psi(3),
-			CFS:       &CFSSample{Periods: 50, ThrottledPeriods: 7},
-			DiskIO:    []*typesv1.DeviceIOStats{{Device: "/dev/sda", Major: 8, Reads: u(3), ReadBytes: u(12288)}}},
+			CFS:    &CFSSample{Periods: 50, ThrottledPeriods: 7},
+			DiskIO: []*typesv1.DeviceIOStats{{Device: "/dev/sda", Major: 8, Reads: u(3), ReadBytes: u(12288)}}},
 		Containers: []ContainerSample{
 			{Name: "app", StartTime: started, Runtime: appRuntime(), Logs: &DiskUsage{Time: t0, Bytes: 8192, Inodes: 2}, Processes: u(3),
 				// Its own cgroup: what the runtime's stats lack, and its
