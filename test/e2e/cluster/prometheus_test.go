@@ -171,6 +171,19 @@ func TestPrometheusScrape(t *testing.T) {
 	// named *_count, without _total): what it says of microlet's scrapes
 	// may only be what it says of an upstream kubelet's.
 	kubelet := kubeletScrapes(t, slices.Sorted(maps.Keys(bodies)))
+	// A cAdvisor family the list lets microlet lack here, the kubelet
+	// must lack on the same machine too.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	theirCadvisor, err := parser.TextToMetricFamilies(strings.NewReader(kubelet["/metrics/cadvisor"]))
+	if err != nil {
+		t.Fatalf("the kubelet's /metrics/cadvisor: %v", err)
+	}
+	for _, f := range families {
+		if f.path == "/metrics/cadvisor" && f.absent != "" && len(scrapes[f.path][f.name].GetMetric()) == 0 &&
+			len(theirCadvisor[f.name].GetMetric()) > 0 {
+			t.Errorf("/metrics/cadvisor %s: none here (%s), but the kubelet on this machine has %d series", f.name, f.absent, len(theirCadvisor[f.name].GetMetric()))
+		}
+	}
 	for _, path := range slices.Sorted(maps.Keys(bodies)) {
 		theirs := promtoolFindings(t, promtool, "the kubelet's "+path, kubelet[path])
 		for _, f := range promtoolFindings(t, promtool, path, bodies[path]) {
