@@ -85,7 +85,7 @@ func (c *Cgroups) Version() int {
 // fs.ErrNotExist when the cgroup does not exist.
 func (c *Cgroups) Read(path string) (summary.CgroupSample, error) {
 	if c.v2 {
-		return c.readV2(filepath.Join(c.root, path))
+		return c.readV2(path)
 	}
 	return c.readV1(path)
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/microlet/microlet/plugins/stats/summary"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
@@ -21,6 +22,53 @@ const (
 	cfsPeriods   = "nr_periods"
 	cfsThrottled = "nr_throttled"
 )
+
+// Counters reads the cgroup at path for what a container's runtime stats
+// lack: the page cache (memory.stat), CFS periods and block I/O. It reads
+// nothing else, as it runs for every container of every summary.
+func (c *Cgroups) Counters(path string) (summary.CgroupCounters, error) {
+	out := summary.CgroupCounters{Time: time.Now()}
+	key := v2File
+	if !c.v2 {
+		key = v1Cache
+	}
+	stat, err := optional(readKeyValues(filepath.Join(c.dir(path), "memory.stat"), key))
+	if err != nil {
+		return out, err
+	}
+	if stat != nil {
+		if v, ok := (*stat)[key]; ok {
+			out.Cache = &v
+		}
+	}
+	out.CFS, out.DiskIO, err = c.cfsAndIO(path)
+	return out, err
+}
+
+// cfsAndIO reads the CFS periods and block I/O of the cgroup at path.
+func (c *Cgroups) cfsAndIO(path string) (*summary.CFSSample, []*typesv1.DeviceIOStats, error) {
+	if c.v2 {
+		dir := filepath.Join(c.root, path)
+		cfs, err := cfsV2(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		io, err := c.ioV2(dir)
+		return cfs, io, err
+	}
+	var cfs *summary.CFSSample
+	var io []*typesv1.DeviceIOStats
+	var err error
+	if c.cpu != "" {
+		if cfs, err = cfsV1(filepath.Join(c.cpu, path)); err != nil {
+			return nil, nil, err
+		}
+	}
+	if c.blkio != "" {
+		io, err = c.blkioV1(filepath.Join(c.blkio, path))
+	}
+	return cfs, io, err
+}
 
 // cfsV1 reads a v1 cpu cgroup's CFS periods; nil when it has no quota
 // (cpu.cfs_quota_us -1), as cAdvisor exports them only for a cgroup with one.
@@ -70,20 +118,30 @@ func cfsStat(dir string) (*summary.CFSSample, error) {
 var blkioV1Files = [][2]string{
 	{"blkio.bfq.io_serviced_recursive", "blkio.bfq.io_service_bytes_recursive"},
 	{"blkio.io_serviced_recursive", "blkio.io_service_bytes_recursive"},
-	{"blkio.throttle.io_serviced_recursive", "blkio.throttle.io_service_bytes_recursive"},
+	{blkioThrottleRecursive, "blkio.throttle.io_service_bytes_recursive"},
 	{"blkio.throttle.io_serviced", "blkio.throttle.io_service_bytes"},
 }
+
+// blkioThrottleRecursive counts what blkio.throttle.io_serviced counts and
+// more (the descendants'): when it lists nothing, neither does the other.
+const blkioThrottleRecursive = "blkio.throttle.io_serviced_recursive"
 
 // blkioV1 reads a v1 blkio cgroup's I/O per device; nil when no file
 // counts any.
 func (c *Cgroups) blkioV1(dir string) ([]*typesv1.DeviceIOStats, error) {
 	for _, files := range blkioV1Files {
 		ops, err := readBlkio(filepath.Join(dir, files[0]))
-		if errors.Is(err, fs.ErrNotExist) || (err == nil && len(ops) == 0) {
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, err
+		}
+		if len(ops) == 0 {
+			if files[0] == blkioThrottleRecursive {
+				return nil, nil
+			}
+			continue
 		}
 		bytes, err := readBlkio(filepath.Join(dir, files[1]))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -420,3 +420,46 @@ func TestFirstProcess(t *testing.T) {
 		t.Errorf("FirstProcess of an empty cgroup: %v", err)
 	}
 }
+
+func TestCgroupCounters(t *testing.T) {
+	tests := []struct {
+		name string
+		tree func(*testing.T) string
+		path string
+		want summary.CgroupCounters
+	}{
+		{"v1", v1Tree, "/kubepods/besteffort/pod1", summary.CgroupCounters{
+			Cache: u(4096), CFS: &summary.CFSSample{Periods: 120, ThrottledPeriods: 30},
+			DiskIO: []*typesv1.DeviceIOStats{
+				{Device: "/dev/sda", Major: 8, Minor: 0, Reads: u(10), Writes: u(4), ReadBytes: u(40960), WriteBytes: u(16384)},
+				{Device: "", Major: 253, Minor: 1, Reads: u(0), ReadBytes: u(0), Writes: u(1), WriteBytes: u(512)},
+			},
+		}},
+		{"v1 without cpu or blkio files", v1Tree, "/kubepods/besteffort/pod1/nocpu", summary.CgroupCounters{}},
+		{"v2", v2Tree, "/kubepods/burstable/pod2", summary.CgroupCounters{
+			Cache: u(9000), CFS: &summary.CFSSample{Periods: 9, ThrottledPeriods: 2},
+			DiskIO: []*typesv1.DeviceIOStats{
+				{Device: "/dev/sda", Major: 8, Minor: 0, Reads: u(1), Writes: u(2), ReadBytes: u(4096), WriteBytes: u(8192)},
+				{Device: "", Major: 253, Minor: 1, Reads: u(0), ReadBytes: u(0), Writes: u(1), WriteBytes: u(512)},
+			},
+		}},
+		{"v2 without controllers", v2Tree, "/kubepods/burstable/pod2/cri-containerd-c2.scope", summary.CgroupCounters{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := openTree(t, tt.tree(t))
+			got, err := c.Counters(tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Time.IsZero() {
+				t.Error("the counters have no time")
+			}
+			// The same as the whole sample's, read the same way.
+			assertSample(t, summary.CgroupSample{CFS: got.CFS, DiskIO: got.DiskIO}, summary.CgroupSample{CFS: tt.want.CFS, DiskIO: tt.want.DiskIO})
+			if !reflect.DeepEqual(got.Cache, tt.want.Cache) {
+				t.Errorf("cache %s, want %s", fmt.Sprint(deref(got.Cache)), fmt.Sprint(deref(tt.want.Cache)))
+			}
+		})
+	}
+}

@@ -30,15 +30,8 @@ func (c *Cgroups) readV1(path string) (summary.CgroupSample, error) {
 	if out.CPUUsageNanos, err = optional(readUint(filepath.Join(c.cpuacct, path, "cpuacct.usage"))); err != nil {
 		return out, err
 	}
-	if c.cpu != "" {
-		if out.CFS, err = cfsV1(filepath.Join(c.cpu, path)); err != nil {
-			return out, err
-		}
-	}
-	if c.blkio != "" {
-		if out.DiskIO, err = c.blkioV1(filepath.Join(c.blkio, path)); err != nil {
-			return out, err
-		}
+	if out.CFS, out.DiskIO, err = c.cfsAndIO(path); err != nil {
+		return out, err
 	}
 	usage, err := optional(readUint(filepath.Join(memoryDir, "memory.usage_in_bytes")))
 	if err != nil || usage == nil {

@@ -22,7 +22,8 @@ const (
 	v2UsageUsec    = "usage_usec"
 )
 
-func (c *Cgroups) readV2(dir string) (summary.CgroupSample, error) {
+func (c *Cgroups) readV2(path string) (summary.CgroupSample, error) {
+	dir := filepath.Join(c.root, path)
 	if err := mustExist(dir); err != nil {
 		return summary.CgroupSample{}, err
 	}
@@ -36,10 +37,7 @@ func (c *Cgroups) readV2(dir string) (summary.CgroupSample, error) {
 			out.CPUUsageNanos = ptr(usec * 1000)
 		}
 	}
-	if out.CFS, err = cfsV2(dir); err != nil {
-		return out, err
-	}
-	if out.DiskIO, err = c.ioV2(dir); err != nil {
+	if out.CFS, out.DiskIO, err = c.cfsAndIO(path); err != nil {
 		return out, err
 	}
 	if out.Memory, err = memoryV2(dir); err != nil {

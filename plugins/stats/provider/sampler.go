@@ -247,7 +247,7 @@ func (s *sampler) podSample(sample summary.Sample, node *typesv1.Node, pod *type
 		}
 		if !sample.OnlyCPUAndMemory {
 			cs.Logs = s.logs(pod, filepath.Join(pod.GetLogDirectory(), c.GetName()))
-			cs.Processes, cs.Cgroup = s.containerCgroup(cgroup, c.GetContainerId())
+			cs.Processes, cs.Counters = s.containerCgroup(cgroup, c.GetContainerId())
 		}
 		out.Containers = append(out.Containers, cs)
 	}
@@ -318,9 +318,9 @@ func (s *sampler) logs(pod *typesv1.Pod, dir string) *summary.DiskUsage {
 }
 
 // containerCgroup counts a container's processes and reads its cgroup's
-// accounting (what the runtime's stats leave out); nil when the cgroup
-// cannot be found or read.
-func (s *sampler) containerCgroup(podCgroup, containerID string) (*uint64, *summary.CgroupSample) {
+// counters that the runtime's stats leave out; nil when the cgroup cannot
+// be found or read.
+func (s *sampler) containerCgroup(podCgroup, containerID string) (*uint64, *summary.CgroupCounters) {
 	if podCgroup == "" {
 		return nil, nil
 	}
@@ -334,12 +334,12 @@ func (s *sampler) containerCgroup(podCgroup, containerID string) (*uint64, *summ
 	} else {
 		processes = &n
 	}
-	cg, err := s.cgroups.Read(path)
+	counters, err := s.cgroups.Counters(path)
 	if err != nil {
-		s.log.Debug("cannot read a container's cgroup", "cgroup", path, "error", err)
+		s.log.Debug("cannot read a container's cgroup counters", "cgroup", path, "error", err)
 		return processes, nil
 	}
-	return processes, &cg
+	return processes, &counters
 }
 
 // emptyDir measures an emptyDir volume. One on disk is walked in the

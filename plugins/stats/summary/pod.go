@@ -73,22 +73,21 @@ func buildContainer(s Sample, c ContainerSample, rates *CPURates) *typesv1.Conta
 	if c.Logs != nil {
 		out.Logs = filesOn(s.Node.Fs, c.Logs)
 	}
-	if cg := c.Cgroup; cg != nil {
-		fromCgroup(out, *cg)
+	if c.Counters != nil {
+		addCounters(out, *c.Counters)
 	}
 	return out
 }
 
-// fromCgroup adds to a container's stats what its cgroup says and the
-// runtime's stats do not: the page cache, CFS periods, block I/O. Its
-// pressure stays out, as the kubelet's container stats have none from CRI.
-func fromCgroup(out *typesv1.ContainerStats, cg CgroupSample) {
-	setCFS(out.Cpu, cg)
-	if cg.Memory != nil {
-		out.Memory.CacheBytes = ptr(cg.Memory.Cache)
+// addCounters adds to a container's stats what its cgroup counts and the
+// runtime's stats do not: the page cache, CFS periods, block I/O.
+func addCounters(out *typesv1.ContainerStats, c CgroupCounters) {
+	if c.CFS != nil {
+		out.Cpu.CfsPeriods, out.Cpu.CfsThrottledPeriods = ptr(c.CFS.Periods), ptr(c.CFS.ThrottledPeriods)
 	}
-	if len(cg.DiskIO) > 0 {
-		out.Io = &typesv1.IOStats{Time: timestamp(cg.Time), Devices: cg.DiskIO}
+	out.Memory.CacheBytes = copyOf(c.Cache)
+	if len(c.DiskIO) > 0 {
+		out.Io = &typesv1.IOStats{Time: timestamp(c.Time), Devices: c.DiskIO}
 	}
 }
 

@@ -44,10 +44,8 @@ func webSample() PodSample {
 			DiskIO: []*typesv1.DeviceIOStats{{Device: "/dev/sda", Major: 8, Reads: u(3), ReadBytes: u(12288)}}},
 		Containers: []ContainerSample{
 			{Name: "app", StartTime: started, Runtime: appRuntime(), Logs: &DiskUsage{Time: t0, Bytes: 8192, Inodes: 2}, Processes: u(3),
-				// Its own cgroup: what the runtime's stats lack, and its
-				// pressure, which stays out.
-				Cgroup: &CgroupSample{Time: t0, CPUUsageNanos: u(1), Memory: &MemorySample{Usage: 1, Cache: 64},
-					CFS: &CFSSample{Periods: 40, ThrottledPeriods: 6}, IOPressure: psi(1),
+				// Its own cgroup's counters: what the runtime's stats lack.
+				Counters: &CgroupCounters{Time: t0, Cache: u(64), CFS: &CFSSample{Periods: 40, ThrottledPeriods: 6},
 					DiskIO: []*typesv1.DeviceIOStats{{Device: "/dev/sda", Major: 8, Reads: u(2), ReadBytes: u(8192)}}}},
 			{Name: "side", StartTime: started.Add(time.Second), Runtime: sidecarRuntime(), Processes: u(1)},
 		},

@@ -55,6 +55,17 @@ type CgroupSample struct {
 	DiskIO []*typesv1.DeviceIOStats
 }
 
+// CgroupCounters are a cgroup's counters that cAdvisor exports and a
+// runtime's container stats lack.
+type CgroupCounters struct {
+	Time time.Time
+	// Cache is the page cache; nil without memory accounting.
+	Cache *uint64
+	// CFS and DiskIO are as in CgroupSample.
+	CFS    *CFSSample
+	DiskIO []*typesv1.DeviceIOStats
+}
+
 // CFSSample is cpu.stat's nr_periods and nr_throttled.
 type CFSSample struct {
 	Periods, ThrottledPeriods uint64
@@ -187,10 +198,9 @@ type ContainerSample struct {
 	// Processes counts the processes in the container's cgroup; nil when
 	// unknown.
 	Processes *uint64
-	// Cgroup is the container's own cgroup, for what the runtime's stats
-	// leave out (the page cache, CFS throttling, block I/O); nil when
-	// unknown.
-	Cgroup *CgroupSample
+	// Counters are the container's own cgroup's counters that the
+	// runtime's stats leave out; nil when unknown.
+	Counters *CgroupCounters
 }
 
 // VolumeSample is one pod volume the node can measure.
