@@ -9,9 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // cAdvisor's labels on every container series, as the kubelet sets them
@@ -24,8 +22,9 @@ func cadvisorDesc(name, help string, extra ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, append(append([]string(nil), cadvisorLabels...), extra...), nil)
 }
 
-// The cAdvisor metrics microlet derives from the stats summary, with
-// cAdvisor's names, help and labels (github.com/google/cadvisor metrics).
+// The cAdvisor metrics microlet derives from the stats plugin's summary,
+// with cAdvisor's names, help and labels (github.com/google/cadvisor
+// metrics/prometheus.go).
 var (
 	cpuUsageDesc       = cadvisorDesc("container_cpu_usage_seconds_total", "Cumulative cpu time consumed in seconds.", "cpu")
 	memoryUsageDesc    = cadvisorDesc("container_memory_usage_bytes", "Current memory usage in bytes, including all memory regardless of when it was accessed")
@@ -37,7 +36,18 @@ var (
 	fsLimitDesc        = cadvisorDesc("container_fs_limit_bytes", "Number of bytes that can be consumed by the container on this filesystem.", "device")
 	fsInodesFreeDesc   = cadvisorDesc("container_fs_inodes_free", "Number of available Inodes", "device")
 	fsInodesDesc       = cadvisorDesc("container_fs_inodes_total", "Number of Inodes", "device")
+	memoryCacheDesc    = cadvisorDesc("container_memory_cache", "Number of bytes of page cache memory.")
+	cfsPeriodsDesc     = cadvisorDesc("container_cpu_cfs_periods_total", "Number of elapsed enforcement period intervals.")
+	cfsThrottledDesc   = cadvisorDesc("container_cpu_cfs_throttled_periods_total", "Number of throttled period intervals.")
+	fsReadsBytesDesc   = cadvisorDesc("container_fs_reads_bytes_total", "Cumulative count of bytes read", "device")
+	fsReadsDesc        = cadvisorDesc("container_fs_reads_total", "Cumulative count of reads completed", "device")
+	fsWritesBytesDesc  = cadvisorDesc("container_fs_writes_bytes_total", "Cumulative count of bytes written", "device")
+	fsWritesDesc       = cadvisorDesc("container_fs_writes_total", "Cumulative count of writes completed", "device")
 	rxBytesDesc        = cadvisorDesc("container_network_receive_bytes_total", "Cumulative count of bytes received", "interface")
+	rxPacketsDesc      = cadvisorDesc("container_network_receive_packets_total", "Cumulative count of packets received", "interface")
+	rxDroppedDesc      = cadvisorDesc("container_network_receive_packets_dropped_total", "Cumulative count of packets dropped while receiving", "interface")
+	txPacketsDesc      = cadvisorDesc("container_network_transmit_packets_total", "Cumulative count of packets transmitted", "interface")
+	txDroppedDesc      = cadvisorDesc("container_network_transmit_packets_dropped_total", "Cumulative count of packets dropped while transmitting", "interface")
 	rxErrorsDesc       = cadvisorDesc("container_network_receive_errors_total", "Cumulative count of errors encountered while receiving", "interface")
 	txBytesDesc        = cadvisorDesc("container_network_transmit_bytes_total", "Cumulative count of bytes transmitted", "interface")
 	txErrorsDesc       = cadvisorDesc("container_network_transmit_errors_total", "Cumulative count of errors encountered while transmitting", "interface")
@@ -73,7 +83,9 @@ type cadvisorCollector struct {
 
 func (c *cadvisorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{cpuUsageDesc, memoryUsageDesc, workingSetDesc, rssDesc, swapDesc, memoryFailuresDesc,
+		memoryCacheDesc, cfsPeriodsDesc, cfsThrottledDesc, fsReadsBytesDesc, fsReadsDesc, fsWritesBytesDesc, fsWritesDesc,
 		fsUsageDesc, fsLimitDesc, fsInodesFreeDesc, fsInodesDesc, rxBytesDesc, rxErrorsDesc, txBytesDesc, txErrorsDesc,
+		rxPacketsDesc, rxDroppedDesc, txPacketsDesc, txDroppedDesc,
 		startTimeDesc, lastSeenDesc, scrapeErrorDesc, machineCoresDesc, machinePhysicalDesc, machineSocketsDesc,
 		machineMemoryDesc, machineSwapDesc, machineScrapeErrorDesc} {
 		ch <- d
@@ -82,7 +94,7 @@ func (c *cadvisorCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
 	c.collectMachine(ch)
-	summary, err := c.h.opts.Stats.Summary(c.ctx, false)
+	summary, err := c.h.opts.Stats.Sample(c.ctx, false)
 	if err != nil {
 		c.h.log.Debug("no container metrics for /metrics/cadvisor", "error", err)
 		ch <- prometheus.MustNewConstMetric(scrapeErrorDesc, prometheus.GaugeValue, 1)
@@ -94,20 +106,19 @@ func (c *cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
 
 	node := summary.Node
 	root := series{id: "/", now: now}
-	root.cpu(ch, node.CPU)
-	root.memory(ch, node.Memory, node.Swap)
-	root.network(ch, node.Network)
+	root.cgroup(ch, node.GetCpu(), node.GetMemory(), node.GetSwap(), node.GetIo())
+	root.network(ch, node.GetNetwork())
 
 	for _, pod := range summary.Pods {
-		podCgroup, _ := c.h.podCgroup(types.UID(pod.PodRef.UID))
-		p := series{id: podCgroup, namespace: pod.PodRef.Namespace, pod: pod.PodRef.Name, now: now}
-		p.cpu(ch, pod.CPU)
-		p.memory(ch, pod.Memory, pod.Swap)
-		p.network(ch, pod.Network)
-		for _, ctr := range pod.Containers {
+		ref := pod.GetPodRef()
+		podCgroup, _ := c.h.podCgroup(types.UID(ref.GetUid()))
+		p := series{id: podCgroup, namespace: ref.GetNamespace(), pod: ref.GetName(), now: now}
+		p.cgroup(ch, pod.GetCpu(), pod.GetMemory(), pod.GetSwap(), pod.GetIo())
+		p.network(ch, pod.GetNetwork())
+		for _, ctr := range pod.GetContainers() {
 			s := p
-			s.container = ctr.Name
-			if ref, ok := containers[containerKey{pod.PodRef.Namespace, pod.PodRef.Name, ctr.Name}]; ok {
+			s.container = ctr.GetName()
+			if ref, ok := containers[containerKey{ref.GetNamespace(), ref.GetName(), ctr.GetName()}]; ok {
 				s.name, s.image = ref.id, ref.image
 				if podCgroup != "" {
 					s.id = podCgroup + "/" + ref.id
@@ -132,95 +143,6 @@ func (c *cadvisorCollector) collectMachine(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(v.desc, prometheus.GaugeValue, v.value, labels...)
 	}
 	ch <- prometheus.MustNewConstMetric(machineScrapeErrorDesc, prometheus.GaugeValue, 0)
-}
-
-// series are the label values of one cgroup's metrics.
-type series struct {
-	container, id, image, name, namespace, pod string
-	now                                        time.Time
-}
-
-func (s series) labels(extra ...string) []string {
-	return append([]string{s.container, s.id, s.image, s.name, s.namespace, s.pod}, extra...)
-}
-
-func (s series) emit(ch chan<- prometheus.Metric, at metav1.Time, desc *prometheus.Desc, kind prometheus.ValueType, v float64, extra ...string) {
-	m := prometheus.MustNewConstMetric(desc, kind, v, s.labels(extra...)...)
-	if !at.IsZero() {
-		m = prometheus.NewMetricWithTimestamp(at.Time, m)
-	}
-	ch <- m
-}
-
-func (s series) cpu(ch chan<- prometheus.Metric, cpu *statsapi.CPUStats) {
-	if cpu != nil && cpu.UsageCoreNanoSeconds != nil {
-		s.emit(ch, cpu.Time, cpuUsageDesc, prometheus.CounterValue, seconds(*cpu.UsageCoreNanoSeconds), "total")
-	}
-}
-
-// memory emits a cgroup's memory metrics. container_memory_swap goes with
-// them, as in cAdvisor, whose value is 0 where the kernel does not account
-// the cgroup's swap (cgroup v1 without memsw): dashboards sum it.
-func (s series) memory(ch chan<- prometheus.Metric, m *statsapi.MemoryStats, swap *statsapi.SwapStats) {
-	if m == nil {
-		return
-	}
-	swapped, at := 0.0, m.Time
-	if swap != nil && swap.SwapUsageBytes != nil {
-		swapped, at = float64(*swap.SwapUsageBytes), swap.Time
-	}
-	s.emit(ch, at, swapDesc, prometheus.GaugeValue, swapped)
-	for _, v := range []struct {
-		desc  *prometheus.Desc
-		value *uint64
-	}{{memoryUsageDesc, m.UsageBytes}, {workingSetDesc, m.WorkingSetBytes}, {rssDesc, m.RSSBytes}} {
-		if v.value != nil {
-			s.emit(ch, m.Time, v.desc, prometheus.GaugeValue, float64(*v.value))
-		}
-	}
-	if m.PageFaults != nil {
-		s.emit(ch, m.Time, memoryFailuresDesc, prometheus.CounterValue, float64(*m.PageFaults), "pgfault", "container")
-	}
-	if m.MajorPageFaults != nil {
-		s.emit(ch, m.Time, memoryFailuresDesc, prometheus.CounterValue, float64(*m.MajorPageFaults), "pgmajfault", "container")
-	}
-}
-
-func (s series) network(ch chan<- prometheus.Metric, n *statsapi.NetworkStats) {
-	if n == nil {
-		return
-	}
-	for _, iface := range n.Interfaces {
-		for _, v := range []struct {
-			desc  *prometheus.Desc
-			value *uint64
-		}{{rxBytesDesc, iface.RxBytes}, {rxErrorsDesc, iface.RxErrors}, {txBytesDesc, iface.TxBytes}, {txErrorsDesc, iface.TxErrors}} {
-			if v.value != nil {
-				s.emit(ch, n.Time, v.desc, prometheus.CounterValue, float64(*v.value), iface.Name)
-			}
-		}
-	}
-}
-
-// containerStats emits a container's metrics: cpu, memory and swap, its writable
-// layer (device unknown to the summary: ""), its start and when it was seen.
-func (s series) containerStats(ch chan<- prometheus.Metric, c statsapi.ContainerStats) {
-	s.cpu(ch, c.CPU)
-	s.memory(ch, c.Memory, c.Swap)
-	if fs := c.Rootfs; fs != nil {
-		for _, v := range []struct {
-			desc  *prometheus.Desc
-			value *uint64
-		}{{fsUsageDesc, fs.UsedBytes}, {fsLimitDesc, fs.CapacityBytes}, {fsInodesFreeDesc, fs.InodesFree}, {fsInodesDesc, fs.Inodes}} {
-			if v.value != nil {
-				s.emit(ch, fs.Time, v.desc, prometheus.GaugeValue, float64(*v.value), "")
-			}
-		}
-	}
-	if !c.StartTime.IsZero() {
-		s.emit(ch, metav1.Time{}, startTimeDesc, prometheus.GaugeValue, float64(c.StartTime.Unix()))
-	}
-	s.emit(ch, metav1.Time{Time: s.now}, lastSeenDesc, prometheus.GaugeValue, float64(s.now.Unix()))
 }
 
 func seconds(nanos uint64) float64 { return float64(nanos) / float64(time.Second) }

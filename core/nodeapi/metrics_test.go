@@ -103,14 +103,17 @@ func (statsPlugin) GetSummary(context.Context, *statsv1.GetSummaryRequest) (*typ
 	u := func(v uint64) *uint64 { return &v }
 	node := &typesv1.NodeStats{NodeName: "node-1",
 		Cpu:    &typesv1.CPUStats{Time: at, UsageCoreNanoSeconds: u(5e9)},
-		Memory: &typesv1.MemoryStats{Time: at, WorkingSetBytes: u(1000), UsageBytes: u(2000)},
-		Swap:   &typesv1.SwapStats{Time: at, SwapUsageBytes: u(64)}}
+		Memory: &typesv1.MemoryStats{Time: at, WorkingSetBytes: u(1000), UsageBytes: u(2000), CacheBytes: u(700)},
+		Swap:   &typesv1.SwapStats{Time: at, SwapUsageBytes: u(64)},
+		Io:     &typesv1.IOStats{Time: at, Devices: []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: u(9), ReadBytes: u(36864), Writes: u(4), WriteBytes: u(16384)}}}}
 	pod := &typesv1.PodStats{PodRef: &typesv1.PodReference{Name: "web", Namespace: "default", Uid: "uid-web"},
-		Cpu:     &typesv1.CPUStats{Time: at, UsageCoreNanoSeconds: u(2e9)},
-		Network: &typesv1.NetworkStats{Time: at, Interfaces: []*typesv1.InterfaceStats{{Name: "eth0", RxBytes: u(10), TxBytes: u(20)}}},
+		Cpu: &typesv1.CPUStats{Time: at, UsageCoreNanoSeconds: u(2e9), CfsPeriods: u(100), CfsThrottledPeriods: u(25)},
+		Network: &typesv1.NetworkStats{Time: at, Interfaces: []*typesv1.InterfaceStats{{Name: "eth0", RxBytes: u(10), TxBytes: u(20),
+			RxPackets: u(3), RxDropped: u(1), TxPackets: u(4), TxDropped: u(0)}}},
 		Containers: []*typesv1.ContainerStats{{Name: "app", StartTime: timestamppb.New(time.Unix(1690000000, 0)),
-			Cpu:    &typesv1.CPUStats{Time: at, UsageCoreNanoSeconds: u(1e9)},
-			Memory: &typesv1.MemoryStats{Time: at, WorkingSetBytes: u(300), RssBytes: u(200), PageFaults: u(7)},
+			Cpu:    &typesv1.CPUStats{Time: at, UsageCoreNanoSeconds: u(1e9), CfsPeriods: u(90), CfsThrottledPeriods: u(20)},
+			Memory: &typesv1.MemoryStats{Time: at, WorkingSetBytes: u(300), RssBytes: u(200), PageFaults: u(7), CacheBytes: u(50)},
+			Io:     &typesv1.IOStats{Time: at, Devices: []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: u(2), ReadBytes: u(8192)}}},
 			Rootfs: &typesv1.FsStats{Time: at, UsedBytes: u(4096)}}}}
 	return node, []*typesv1.PodStats{pod}, nil
 }
@@ -139,6 +142,21 @@ func TestCadvisorMetrics(t *testing.T) {
 		`container_network_receive_bytes_total{container="",id="/kubepods/burstable/poduid-web",image="",interface="eth0",name="",namespace="default",pod="web"} 10`,
 		`container_start_time_seconds{container="app",id="/kubepods/burstable/poduid-web/c2",image="busybox",name="c2",namespace="default",pod="web"} 1.69e+09`,
 		`container_last_seen{container="app",`,
+		`container_memory_cache{container="",id="/",image="",name="",namespace="",pod=""} 700 1700000000000`,
+		`container_memory_cache{container="app",id="/kubepods/burstable/poduid-web/c2",image="busybox",name="c2",namespace="default",pod="web"} 50 1700000000000`,
+		`container_cpu_cfs_periods_total{container="",id="/kubepods/burstable/poduid-web",image="",name="",namespace="default",pod="web"} 100 1700000000000`,
+		`container_cpu_cfs_throttled_periods_total{container="app",id="/kubepods/burstable/poduid-web/c2",image="busybox",name="c2",namespace="default",pod="web"} 20 1700000000000`,
+		`container_fs_reads_bytes_total{container="",device="/dev/vda",id="/",image="",name="",namespace="",pod=""} 36864 1700000000000`,
+		`container_fs_reads_total{container="",device="/dev/vda",id="/",image="",name="",namespace="",pod=""} 9 1700000000000`,
+		`container_fs_writes_bytes_total{container="",device="/dev/vda",id="/",image="",name="",namespace="",pod=""} 16384 1700000000000`,
+		`container_fs_writes_total{container="",device="/dev/vda",id="/",image="",name="",namespace="",pod=""} 4 1700000000000`,
+		`container_fs_reads_total{container="app",device="/dev/vda",id="/kubepods/burstable/poduid-web/c2",image="busybox",name="c2",namespace="default",pod="web"} 2 1700000000000`,
+		`container_network_receive_packets_total{container="",id="/kubepods/burstable/poduid-web",image="",interface="eth0",name="",namespace="default",pod="web"} 3 1700000000000`,
+		`container_network_receive_packets_dropped_total{container="",id="/kubepods/burstable/poduid-web",image="",interface="eth0",name="",namespace="default",pod="web"} 1 1700000000000`,
+		`container_network_transmit_packets_total{container="",id="/kubepods/burstable/poduid-web",image="",interface="eth0",name="",namespace="default",pod="web"} 4 1700000000000`,
+		`container_network_transmit_packets_dropped_total{container="",id="/kubepods/burstable/poduid-web",image="",interface="eth0",name="",namespace="default",pod="web"} 0 1700000000000`,
+		"# TYPE container_cpu_cfs_periods_total counter",
+		"# HELP container_memory_cache Number of bytes of page cache memory.",
 		`container_scrape_error 0`,
 		`machine_cpu_cores{`,
 		`machine_memory_bytes{`,
@@ -146,6 +164,10 @@ func TestCadvisorMetrics(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics/cadvisor lacks %s", want)
 		}
+	}
+	// The node has no CFS quota: no CFS series, as cAdvisor's for "/".
+	if strings.Contains(body, `container_cpu_cfs_periods_total{container="",id="/"`) {
+		t.Error("/metrics/cadvisor has CFS periods for the node, which has no quota")
 	}
 	if t.Failed() {
 		t.Log(body)

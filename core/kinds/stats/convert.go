@@ -120,8 +120,10 @@ func memoryStats(m *typesv1.MemoryStats) *statsapi.MemoryStats {
 	}
 }
 
+// ioStats is v1alpha1's IOStats: pressure alone, so nil without it (the
+// plugin's per-device counters are cAdvisor's, for /metrics/cadvisor).
 func ioStats(i *typesv1.IOStats) *statsapi.IOStats {
-	if i == nil {
+	if i.GetPsi() == nil {
 		return nil
 	}
 	return &statsapi.IOStats{Time: metaTime(i.GetTime()), PSI: psiStats(i.GetPsi())}

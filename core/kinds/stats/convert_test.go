@@ -165,6 +165,10 @@ func TestToSummary(t *testing.T) {
 			Pods: []statsapi.PodStats{{PodRef: statsapi.PodReference{Name: "p"}, VolumeStats: []statsapi.VolumeStats{{Name: "v"}},
 				Network: &statsapi.NetworkStats{}, CPU: &statsapi.CPUStats{}}},
 		}},
+		{"cAdvisor's fields stay out: block I/O without pressure is no io", &Sample{
+			Node: &typesv1.NodeStats{NodeName: "n", Io: &typesv1.IOStats{Time: at(1), Devices: []*typesv1.DeviceIOStats{{Device: "/dev/vda", Reads: u(1)}}},
+				Memory: &typesv1.MemoryStats{CacheBytes: u(5)}, Cpu: &typesv1.CPUStats{CfsPeriods: u(3), CfsThrottledPeriods: u(1)}},
+		}, &statsapi.Summary{Node: statsapi.NodeStats{NodeName: "n", Memory: &statsapi.MemoryStats{}, CPU: &statsapi.CPUStats{}}, Pods: []statsapi.PodStats{}}},
 		{"no pods is an empty list, not null", &Sample{Node: &typesv1.NodeStats{NodeName: "n"}},
 			&statsapi.Summary{Node: statsapi.NodeStats{NodeName: "n"}, Pods: []statsapi.PodStats{}}},
 	}

@@ -22,17 +22,23 @@ import (
 type Cgroups struct {
 	root string
 	v2   bool
-	// cpuacct and memory are the v1 hierarchies' directories.
-	cpuacct, memory string
+	// cpuacct and memory are the v1 hierarchies' directories; cpu and
+	// blkio too when mounted ("" otherwise: no CFS or block I/O counters).
+	cpuacct, memory, cpu, blkio string
+	// sysDevBlock is sysfs's directory of block devices by number, which
+	// names the devices of block I/O counters.
+	sysDevBlock string
 }
 
 // OpenCgroups finds the cgroup layout under root: v2 when root holds
 // cgroup.controllers, v1 when it holds the memory and cpuacct hierarchies.
 func OpenCgroups(root string) (*Cgroups, error) {
 	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
-		return &Cgroups{root: root, v2: true}, nil
+		return &Cgroups{root: root, v2: true, sysDevBlock: sysDevBlock}, nil
 	}
-	c := &Cgroups{root: root}
+	c := &Cgroups{root: root, sysDevBlock: sysDevBlock}
+	c.cpu = hierarchy(root, "cpu", "cpu,cpuacct", "cpuacct,cpu")
+	c.blkio = hierarchy(root, "blkio")
 	var missing []string
 	for _, h := range []struct {
 		dir   *string
@@ -41,13 +47,7 @@ func OpenCgroups(root string) (*Cgroups, error) {
 		{&c.cpuacct, []string{"cpuacct", "cpu,cpuacct", "cpuacct,cpu"}},
 		{&c.memory, []string{"memory"}},
 	} {
-		for _, name := range h.names {
-			if info, err := os.Stat(filepath.Join(root, name)); err == nil && info.IsDir() {
-				*h.dir = filepath.Join(root, name)
-				break
-			}
-		}
-		if *h.dir == "" {
+		if *h.dir = hierarchy(root, h.names...); *h.dir == "" {
 			missing = append(missing, strings.Join(h.names, " or "))
 		}
 	}
@@ -56,6 +56,20 @@ func OpenCgroups(root string) (*Cgroups, error) {
 			root, strings.Join(missing, ", no "))
 	}
 	return c, nil
+}
+
+// sysDevBlock is where sysfs lists block devices as <major>:<minor>.
+const sysDevBlock = "/sys/dev/block"
+
+// hierarchy is the first of names that is a directory under root, as a
+// path; "" when none is.
+func hierarchy(root string, names ...string) string {
+	for _, name := range names {
+		if info, err := os.Stat(filepath.Join(root, name)); err == nil && info.IsDir() {
+			return filepath.Join(root, name)
+		}
+	}
+	return ""
 }
 
 // Version is 1 or 2.
@@ -71,9 +85,9 @@ func (c *Cgroups) Version() int {
 // fs.ErrNotExist when the cgroup does not exist.
 func (c *Cgroups) Read(path string) (summary.CgroupSample, error) {
 	if c.v2 {
-		return c.readV2(filepath.Join(c.root, path))
+		return c.readV2(path)
 	}
-	return c.readV1(filepath.Join(c.cpuacct, path), filepath.Join(c.memory, path))
+	return c.readV1(path)
 }
 
 // Created is when the cgroup at path was made, as cadvisor takes it: the

@@ -74,7 +74,19 @@ func v1Tree(t *testing.T) string {
 		"memory/" + pod + "/nocpu/memory.usage_in_bytes": "1\n",
 		"memory/" + pod + "/nocpu/memory.limit_in_bytes": "2\n",
 		"memory/" + pod + "/nocpu/memory.stat":           "",
+		"cpu/cpu.cfs_quota_us":                           "-1\n",
+		"cpu/cpu.stat":                                   "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n",
+		"cpu/" + pod + "/cpu.cfs_quota_us":               "50000\n",
+		"cpu/" + pod + "/cpu.stat":                       "nr_periods 120\nnr_throttled 30\nthrottled_time 99\n",
+		// bfq's counters list nothing: blk-throttle's are taken, as runc does.
+		"blkio/" + pod + "/blkio.bfq.io_serviced_recursive":           "Total 0\n",
+		"blkio/" + pod + "/blkio.bfq.io_service_bytes_recursive":      "Total 0\n",
+		"blkio/" + pod + "/blkio.throttle.io_serviced_recursive":      blkioServiced,
+		"blkio/" + pod + "/blkio.throttle.io_service_bytes_recursive": blkioBytes,
+		"blkio/" + pod + "/blkio.throttle.io_serviced":                "Total 0\n",
+		"blkio/blkio.throttle.io_serviced":                            "Total 0\n",
 	})
+	blockDevices(t, root)
 	// The unified hierarchy of a hybrid host must not make it look like v2.
 	writeTree(t, root, map[string]string{"unified/cgroup.controllers": ""})
 	return root
@@ -98,8 +110,60 @@ func v2Tree(t *testing.T) string {
 		pod + "/memory.pressure":                      pressure,
 		pod + "/io.pressure":                          pressure,
 		pod + "/cri-containerd-c2.scope/cgroup.procs": "7\n",
+		pod + "/cpu.max":                              "50000 100000\n",
+		pod + "/io.stat":                              "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n253:1 rbytes=0 wbytes=512 rios=0 wios=1 dbytes=0 dios=0\n",
+		"kubepods/cpu.max":                            "max 100000\n",
+		"kubepods/cpu.stat":                           "usage_usec 3000\nnr_periods 0\nnr_throttled 0\n",
 	})
+	writeTree(t, root, map[string]string{pod + "/cpu.stat": "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\nnr_periods 9\nnr_throttled 2\n"})
+	blockDevices(t, root)
 	return root
+}
+
+const blkioServiced = `8:0 Read 10
+8:0 Write 4
+8:0 Sync 14
+8:0 Async 0
+8:0 Discard 0
+8:0 Total 14
+253:1 Read 0
+253:1 Write 1
+253:1 Total 1
+Total 15
+`
+
+const blkioBytes = `8:0 Read 40960
+8:0 Write 16384
+8:0 Total 57344
+253:1 Read 0
+253:1 Write 512
+253:1 Total 512
+Total 57856
+`
+
+// blockDevices gives the tree a sysfs of block devices (sys/dev/block
+// under root) that knows 8:0 as sda and not 253:1, and points the tree's
+// readers at it.
+func blockDevices(t *testing.T, root string) {
+	t.Helper()
+	dir := filepath.Join(root, "sys/dev/block")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../devices/pci0000:00/0000:00:05.0/virtio2/block/sda", filepath.Join(dir, "8:0")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openTree opens the cgroup tree at root with its block devices.
+func openTree(t *testing.T, root string) *Cgroups {
+	t.Helper()
+	c, err := OpenCgroups(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sysDevBlock = filepath.Join(root, "sys/dev/block")
+	return c
 }
 
 func TestOpenCgroups(t *testing.T) {
@@ -148,12 +212,17 @@ func TestReadCgroup(t *testing.T) {
 	}{
 		{"v1 pod", v1Tree, "/kubepods/besteffort/pod1", summary.CgroupSample{
 			CPUUsageNanos: u(123456789),
-			Memory:        &summary.MemorySample{Usage: 700000, InactiveFile: 8192, RSS: 679936, PageFaults: 1584, MajorPageFaults: 3, Limit: u(1048576)},
+			Memory:        &summary.MemorySample{Usage: 700000, InactiveFile: 8192, RSS: 679936, Cache: 4096, PageFaults: 1584, MajorPageFaults: 3, Limit: u(1048576)},
 			SwapUsage:     u(512),
+			CFS:           &summary.CFSSample{Periods: 120, ThrottledPeriods: 30},
+			DiskIO: []*typesv1.DeviceIOStats{
+				{Device: "/dev/sda", Major: 8, Minor: 0, Reads: u(10), Writes: u(4), ReadBytes: u(40960), WriteBytes: u(16384)},
+				{Device: "", Major: 253, Minor: 1, Reads: u(0), ReadBytes: u(0), Writes: u(1), WriteBytes: u(512)},
+			},
 		}},
-		{"v1 root", v1Tree, "/", summary.CgroupSample{
+		{"v1 root: no quota, no block I/O counted", v1Tree, "/", summary.CgroupSample{
 			CPUUsageNanos: u(99e9),
-			Memory:        &summary.MemorySample{Usage: 5000000, InactiveFile: 8192, RSS: 679936, PageFaults: 1584, MajorPageFaults: 3, Limit: u(9223372036854771712)},
+			Memory:        &summary.MemorySample{Usage: 5000000, InactiveFile: 8192, RSS: 679936, Cache: 4096, PageFaults: 1584, MajorPageFaults: 3, Limit: u(9223372036854771712)},
 			SwapUsage:     u(512),
 		}},
 		{"v1 cgroup without cpu accounting", v1Tree, "/kubepods/besteffort/pod1/nocpu", summary.CgroupSample{
@@ -161,18 +230,21 @@ func TestReadCgroup(t *testing.T) {
 		}},
 		{"v2 pod", v2Tree, "/kubepods/burstable/pod2", summary.CgroupSample{
 			CPUUsageNanos: u(2500000),
-			Memory:        &summary.MemorySample{Usage: 800000, InactiveFile: 4000, RSS: 700000, PageFaults: 321, MajorPageFaults: 7},
+			Memory:        &summary.MemorySample{Usage: 800000, InactiveFile: 4000, RSS: 700000, Cache: 9000, PageFaults: 321, MajorPageFaults: 7},
 			SwapUsage:     u(4096), SwapLimit: u(1000000),
 			CPUPressure: psi, MemoryPressure: psi, IOPressure: psi,
+			CFS: &summary.CFSSample{Periods: 9, ThrottledPeriods: 2},
+			DiskIO: []*typesv1.DeviceIOStats{
+				{Device: "/dev/sda", Major: 8, Minor: 0, Reads: u(1), Writes: u(2), ReadBytes: u(4096), WriteBytes: u(8192)},
+				{Device: "", Major: 253, Minor: 1, Reads: u(0), ReadBytes: u(0), Writes: u(1), WriteBytes: u(512)},
+			},
 		}},
+		{"v2 cgroup without a quota", v2Tree, "/kubepods", summary.CgroupSample{CPUUsageNanos: u(3000000)}},
 		{"v2 cgroup with no controller enabled", v2Tree, "/kubepods/burstable/pod2/cri-containerd-c2.scope", summary.CgroupSample{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := OpenCgroups(tt.tree(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := openTree(t, tt.tree(t))
 			got, err := c.Read(tt.path)
 			if err != nil {
 				t.Fatal(err)
@@ -188,12 +260,15 @@ func TestReadCgroup(t *testing.T) {
 
 func assertSample(t *testing.T, got, want summary.CgroupSample) {
 	t.Helper()
-	psiEqual := proto.Equal(got.CPUPressure, want.CPUPressure) && proto.Equal(got.MemoryPressure, want.MemoryPressure) &&
-		proto.Equal(got.IOPressure, want.IOPressure)
+	protoEqual := proto.Equal(got.CPUPressure, want.CPUPressure) && proto.Equal(got.MemoryPressure, want.MemoryPressure) &&
+		proto.Equal(got.IOPressure, want.IOPressure) && len(got.DiskIO) == len(want.DiskIO)
+	for i := range min(len(got.DiskIO), len(want.DiskIO)) {
+		protoEqual = protoEqual && proto.Equal(got.DiskIO[i], want.DiskIO[i])
+	}
 	g, w := got, want
-	g.CPUPressure, g.MemoryPressure, g.IOPressure = nil, nil, nil
-	w.CPUPressure, w.MemoryPressure, w.IOPressure = nil, nil, nil
-	if !psiEqual || !reflect.DeepEqual(g, w) {
+	g.CPUPressure, g.MemoryPressure, g.IOPressure, g.DiskIO = nil, nil, nil, nil
+	w.CPUPressure, w.MemoryPressure, w.IOPressure, w.DiskIO = nil, nil, nil, nil
+	if !protoEqual || !reflect.DeepEqual(g, w) {
 		t.Errorf("got  %s\nwant %s", describe(got), describe(want))
 	}
 }
@@ -208,10 +283,13 @@ func describe(s summary.CgroupSample) string {
 	}
 	out := fmt.Sprintf("cpu=%s swap=%s swaplimit=%s", v(s.CPUUsageNanos), v(s.SwapUsage), v(s.SwapLimit))
 	if m := s.Memory; m != nil {
-		out += fmt.Sprintf(" memory{usage=%d inactive=%d rss=%d pgfault=%d pgmajfault=%d limit=%s}",
-			m.Usage, m.InactiveFile, m.RSS, m.PageFaults, m.MajorPageFaults, v(m.Limit))
+		out += fmt.Sprintf(" memory{usage=%d inactive=%d rss=%d cache=%d pgfault=%d pgmajfault=%d limit=%s}",
+			m.Usage, m.InactiveFile, m.RSS, m.Cache, m.PageFaults, m.MajorPageFaults, v(m.Limit))
 	}
-	return out + fmt.Sprintf(" psi{%v | %v | %v}", s.CPUPressure, s.MemoryPressure, s.IOPressure)
+	if s.CFS != nil {
+		out += fmt.Sprintf(" cfs{%+v}", *s.CFS)
+	}
+	return out + fmt.Sprintf(" psi{%v | %v | %v} io%v", s.CPUPressure, s.MemoryPressure, s.IOPressure, s.DiskIO)
 }
 
 func TestReadCgroupErrors(t *testing.T) {
@@ -234,6 +312,18 @@ func TestReadCgroupErrors(t *testing.T) {
 	if _, err := c.Read("/badpsi"); err == nil || !strings.Contains(err.Error(), "cpu.pressure") {
 		t.Errorf("a malformed pressure file: %v, want an error naming it", err)
 	}
+	writeTree(t, root, map[string]string{"badio/io.stat": "sda rbytes=1\n", "badio2/io.stat": "8:0 rbytes=x\n"})
+	for _, path := range []string{"/badio", "/badio2"} {
+		if _, err := c.Read(path); err == nil || !strings.Contains(err.Error(), "io.stat") {
+			t.Errorf("a malformed io.stat: %v, want an error naming it", err)
+		}
+	}
+	root1 := v1Tree(t)
+	writeTree(t, root1, map[string]string{"memory/bad/memory.stat": "", "blkio/bad/blkio.throttle.io_serviced_recursive": "8:0 Read many\n"})
+	c1, _ := OpenCgroups(root1)
+	if _, err := c1.Read("/bad"); err == nil || !strings.Contains(err.Error(), `blkio.throttle.io_serviced_recursive: expected "<major>:<minor> <op> <count>", got "8:0 Read many"`) {
+		t.Errorf("a malformed blkio file: %v, want an error naming it and the line", err)
+	}
 }
 
 func TestReadRootV2FromMeminfo(t *testing.T) {
@@ -247,7 +337,7 @@ func TestReadRootV2FromMeminfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Usage from meminfo, the rest from the root's memory.stat.
-	want := summary.MemorySample{Usage: 5000, InactiveFile: 4000, RSS: 700000, PageFaults: 321, MajorPageFaults: 7}
+	want := summary.MemorySample{Usage: 5000, InactiveFile: 4000, RSS: 700000, Cache: 9000, PageFaults: 321, MajorPageFaults: 7}
 	if got.Memory == nil || *got.Memory != want || got.CPUUsageNanos == nil || *got.CPUUsageNanos != 88e9 {
 		t.Errorf("root with memory.stat: %s", describe(got))
 	}
@@ -328,5 +418,48 @@ func TestFirstProcess(t *testing.T) {
 	c, _ = OpenCgroups(root)
 	if _, err := c.FirstProcess("/empty"); err == nil || !strings.Contains(err.Error(), "expected a pid on the first line") {
 		t.Errorf("FirstProcess of an empty cgroup: %v", err)
+	}
+}
+
+func TestCgroupCounters(t *testing.T) {
+	tests := []struct {
+		name string
+		tree func(*testing.T) string
+		path string
+		want summary.CgroupCounters
+	}{
+		{"v1", v1Tree, "/kubepods/besteffort/pod1", summary.CgroupCounters{
+			Cache: u(4096), CFS: &summary.CFSSample{Periods: 120, ThrottledPeriods: 30},
+			DiskIO: []*typesv1.DeviceIOStats{
+				{Device: "/dev/sda", Major: 8, Minor: 0, Reads: u(10), Writes: u(4), ReadBytes: u(40960), WriteBytes: u(16384)},
+				{Device: "", Major: 253, Minor: 1, Reads: u(0), ReadBytes: u(0), Writes: u(1), WriteBytes: u(512)},
+			},
+		}},
+		{"v1 without cpu or blkio files", v1Tree, "/kubepods/besteffort/pod1/nocpu", summary.CgroupCounters{}},
+		{"v2", v2Tree, "/kubepods/burstable/pod2", summary.CgroupCounters{
+			Cache: u(9000), CFS: &summary.CFSSample{Periods: 9, ThrottledPeriods: 2},
+			DiskIO: []*typesv1.DeviceIOStats{
+				{Device: "/dev/sda", Major: 8, Minor: 0, Reads: u(1), Writes: u(2), ReadBytes: u(4096), WriteBytes: u(8192)},
+				{Device: "", Major: 253, Minor: 1, Reads: u(0), ReadBytes: u(0), Writes: u(1), WriteBytes: u(512)},
+			},
+		}},
+		{"v2 without controllers", v2Tree, "/kubepods/burstable/pod2/cri-containerd-c2.scope", summary.CgroupCounters{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := openTree(t, tt.tree(t))
+			got, err := c.Counters(tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Time.IsZero() {
+				t.Error("the counters have no time")
+			}
+			// The same as the whole sample's, read the same way.
+			assertSample(t, summary.CgroupSample{CFS: got.CFS, DiskIO: got.DiskIO}, summary.CgroupSample{CFS: tt.want.CFS, DiskIO: tt.want.DiskIO})
+			if !reflect.DeepEqual(got.Cache, tt.want.Cache) {
+				t.Errorf("cache %s, want %s", fmt.Sprint(deref(got.Cache)), fmt.Sprint(deref(tt.want.Cache)))
+			}
+		})
 	}
 }

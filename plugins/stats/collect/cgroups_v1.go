@@ -12,18 +12,25 @@ import (
 const (
 	v1InactiveFile = "total_inactive_file"
 	v1RSS          = "total_rss"
+	v1Cache        = "total_cache"
 	v1PageFaults   = "total_pgfault"
 	v1MajorFaults  = "total_pgmajfault"
 	v1Swap         = "total_swap" // only with swap accounting
 )
 
-func (c *Cgroups) readV1(cpuDir, memoryDir string) (summary.CgroupSample, error) {
+// readV1 reads the cgroup at path in each v1 hierarchy; the memory one
+// must hold it.
+func (c *Cgroups) readV1(path string) (summary.CgroupSample, error) {
+	memoryDir := filepath.Join(c.memory, path)
 	if err := mustExist(memoryDir); err != nil {
 		return summary.CgroupSample{}, err
 	}
 	out := summary.CgroupSample{Time: time.Now()}
 	var err error
-	if out.CPUUsageNanos, err = optional(readUint(filepath.Join(cpuDir, "cpuacct.usage"))); err != nil {
+	if out.CPUUsageNanos, err = optional(readUint(filepath.Join(c.cpuacct, path, "cpuacct.usage"))); err != nil {
+		return out, err
+	}
+	if out.CFS, out.DiskIO, err = c.cfsAndIO(path); err != nil {
 		return out, err
 	}
 	usage, err := optional(readUint(filepath.Join(memoryDir, "memory.usage_in_bytes")))
@@ -34,7 +41,7 @@ func (c *Cgroups) readV1(cpuDir, memoryDir string) (summary.CgroupSample, error)
 	if err != nil {
 		return out, err
 	}
-	stat, err := readKeyValues(filepath.Join(memoryDir, "memory.stat"), v1InactiveFile, v1RSS, v1PageFaults, v1MajorFaults, v1Swap)
+	stat, err := readKeyValues(filepath.Join(memoryDir, "memory.stat"), v1InactiveFile, v1RSS, v1Cache, v1PageFaults, v1MajorFaults, v1Swap)
 	if err != nil {
 		return out, err
 	}
@@ -42,6 +49,7 @@ func (c *Cgroups) readV1(cpuDir, memoryDir string) (summary.CgroupSample, error)
 		Usage:           *usage,
 		InactiveFile:    stat[v1InactiveFile],
 		RSS:             stat[v1RSS],
+		Cache:           stat[v1Cache],
 		PageFaults:      stat[v1PageFaults],
 		MajorPageFaults: stat[v1MajorFaults],
 		Limit:           &limit,

@@ -16,12 +16,14 @@ import (
 const (
 	v2InactiveFile = "inactive_file"
 	v2Anon         = "anon"
+	v2File         = "file"
 	v2PageFaults   = "pgfault"
 	v2MajorFaults  = "pgmajfault"
 	v2UsageUsec    = "usage_usec"
 )
 
-func (c *Cgroups) readV2(dir string) (summary.CgroupSample, error) {
+func (c *Cgroups) readV2(path string) (summary.CgroupSample, error) {
+	dir := filepath.Join(c.root, path)
 	if err := mustExist(dir); err != nil {
 		return summary.CgroupSample{}, err
 	}
@@ -34,6 +36,9 @@ func (c *Cgroups) readV2(dir string) (summary.CgroupSample, error) {
 		if usec, ok := (*cpu)[v2UsageUsec]; ok {
 			out.CPUUsageNanos = ptr(usec * 1000)
 		}
+	}
+	if out.CFS, out.DiskIO, err = c.cfsAndIO(path); err != nil {
+		return out, err
 	}
 	if out.Memory, err = memoryV2(dir); err != nil {
 		return out, err
@@ -78,11 +83,11 @@ func memoryV2(dir string) (*summary.MemorySample, error) {
 
 // memoryStatV2 fills out from dir's memory.stat.
 func memoryStatV2(dir string, out *summary.MemorySample) error {
-	stat, err := readKeyValues(filepath.Join(dir, "memory.stat"), v2InactiveFile, v2Anon, v2PageFaults, v2MajorFaults)
+	stat, err := readKeyValues(filepath.Join(dir, "memory.stat"), v2InactiveFile, v2Anon, v2File, v2PageFaults, v2MajorFaults)
 	if err != nil {
 		return err
 	}
-	out.InactiveFile, out.RSS = stat[v2InactiveFile], stat[v2Anon]
+	out.InactiveFile, out.RSS, out.Cache = stat[v2InactiveFile], stat[v2Anon], stat[v2File]
 	out.PageFaults, out.MajorPageFaults = stat[v2PageFaults], stat[v2MajorFaults]
 	return nil
 }
@@ -103,6 +108,7 @@ func (c *Cgroups) ReadRoot(meminfo procfs.Meminfo) (summary.CgroupSample, error)
 	err = memoryStatV2(c.root, m)
 	if errors.Is(err, fs.ErrNotExist) {
 		m.InactiveFile, m.RSS = deref(meminfo.InactiveFileBytes), deref(meminfo.AnonPagesBytes)
+		m.Cache = deref(meminfo.CachedBytes)
 	} else if err != nil {
 		return out, err
 	}

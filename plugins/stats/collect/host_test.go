@@ -75,7 +75,11 @@ func TestHostCgroupV1(t *testing.T) {
 	}
 	path := fmt.Sprintf("/microlet-stats-test-%d/pod", os.Getpid())
 	var dirs []string
-	for _, h := range []string{c.memory, c.cpuacct} {
+	hierarchies := []string{c.memory, c.cpuacct}
+	if c.cpu != "" && c.cpu != c.cpuacct {
+		hierarchies = append(hierarchies, c.cpu)
+	}
+	for _, h := range hierarchies {
 		dir := filepath.Join(h, path)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -103,7 +107,13 @@ func TestHostCgroupV1(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	for _, h := range []string{c.memory, c.cpuacct} {
+	if c.cpu != "" {
+		// A CFS quota: cAdvisor's CFS counters are read only with one.
+		if err := os.WriteFile(filepath.Join(c.cpu, path, "cpu.cfs_quota_us"), []byte("50000"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range hierarchies {
 		if err := os.WriteFile(filepath.Join(h, path, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -115,6 +125,12 @@ func TestHostCgroupV1(t *testing.T) {
 	}
 	if got.CPUUsageNanos == nil || got.Memory == nil || got.Memory.Limit == nil || *got.Memory.Limit != 64<<20 {
 		t.Fatalf("Read = %s", describe(got))
+	}
+	if c.cpu != "" && got.CFS == nil {
+		t.Errorf("Read of a cgroup with a CFS quota has no CFS periods: %s", describe(got))
+	}
+	if counters, err := c.Counters(path); err != nil || counters.Cache == nil || (c.cpu != "" && counters.CFS == nil) {
+		t.Errorf("Counters = %+v, %v; want the page cache and, with a quota, CFS periods", counters, err)
 	}
 	if n, err := c.Processes(path); err != nil || n != 1 {
 		t.Errorf("Processes = %d, %v; want the one sleep", n, err)

@@ -164,6 +164,11 @@ func network(dev procfs.NetDev) *summary.NetworkSample {
 			RxErrors: ptr(line.RxErrors),
 			TxBytes:  ptr(line.TxBytes),
 			TxErrors: ptr(line.TxErrors),
+			// The rest is cAdvisor's, for /metrics/cadvisor.
+			RxPackets: ptr(line.RxPackets),
+			RxDropped: ptr(line.RxDropped),
+			TxPackets: ptr(line.TxPackets),
+			TxDropped: ptr(line.TxDropped),
 		})
 	}
 	return out

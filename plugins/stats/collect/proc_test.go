@@ -15,7 +15,7 @@ import (
 const netDev = `Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
     lo:    1000      10    0    0    0     0          0         0     1000      10    0    0    0     0       0          0
-  eth0:    5000      50    1    0    0     0          0         0     6000      60    2    0    0     0       0          0
+  eth0:    5000      50    1    3    0     0          0         0     6000      60    2    4    0     0       0          0
   ens3:    7000      70    0    0    0     0          0         0     8000      80    0    0    0     0       0          0
 vethab12:    9       1    0    0    0     0          0         0        9       1    0    0    0     0       0          0
 `
@@ -84,7 +84,8 @@ func TestProc(t *testing.T) {
 	if strings.Join(names, ",") != "ens3,eth0" || net.Default != "ens3" {
 		t.Errorf("Network: interfaces %v (default %q), want ens3,eth0 without lo and veth, default ens3 (lowest metric)", names, net.Default)
 	}
-	if eth0 := net.Interfaces[1]; eth0.GetRxBytes() != 5000 || eth0.GetRxErrors() != 1 || eth0.GetTxBytes() != 6000 || eth0.GetTxErrors() != 2 {
+	if eth0 := net.Interfaces[1]; eth0.GetRxBytes() != 5000 || eth0.GetRxErrors() != 1 || eth0.GetTxBytes() != 6000 || eth0.GetTxErrors() != 2 ||
+		eth0.GetRxPackets() != 50 || eth0.GetRxDropped() != 3 || eth0.GetTxPackets() != 60 || eth0.GetTxDropped() != 4 {
 		t.Errorf("eth0 = %v", eth0)
 	}
 }

@@ -153,6 +153,9 @@ func (s *sampler) nodeSample(v hostView, onlyCPUAndMemory bool) (summary.NodeSam
 	if out.Network, err = s.proc.Network(); err != nil {
 		s.log.Debug("cannot read the node's network interfaces", "error", err)
 	}
+	if out.FilesystemIO, err = s.proc.FilesystemIO(); err != nil {
+		s.log.Debug("cannot read the node's filesystems' I/O", "error", err)
+	}
 	return out, nil
 }
 
@@ -244,7 +247,7 @@ func (s *sampler) podSample(sample summary.Sample, node *typesv1.Node, pod *type
 		}
 		if !sample.OnlyCPUAndMemory {
 			cs.Logs = s.logs(pod, filepath.Join(pod.GetLogDirectory(), c.GetName()))
-			cs.Processes = s.processes(cgroup, c.GetContainerId())
+			cs.Processes, cs.Counters = s.containerCgroup(cgroup, c.GetContainerId())
 		}
 		out.Containers = append(out.Containers, cs)
 	}
@@ -314,22 +317,29 @@ func (s *sampler) logs(pod *typesv1.Pod, dir string) *summary.DiskUsage {
 	return usage
 }
 
-// processes counts a container's processes in its cgroup; nil when the
-// cgroup cannot be found.
-func (s *sampler) processes(podCgroup, containerID string) *uint64 {
+// containerCgroup counts a container's processes and reads its cgroup's
+// counters that the runtime's stats leave out; nil when the cgroup cannot
+// be found or read.
+func (s *sampler) containerCgroup(podCgroup, containerID string) (*uint64, *summary.CgroupCounters) {
 	if podCgroup == "" {
-		return nil
+		return nil, nil
 	}
 	path := s.cgroups.ContainerPath(podCgroup, containerID)
 	if path == "" {
-		return nil
+		return nil, nil
 	}
-	n, err := s.cgroups.Processes(path)
-	if err != nil {
+	var processes *uint64
+	if n, err := s.cgroups.Processes(path); err != nil {
 		s.log.Debug("cannot count a container's processes", "cgroup", path, "error", err)
-		return nil
+	} else {
+		processes = &n
 	}
-	return &n
+	counters, err := s.cgroups.Counters(path)
+	if err != nil {
+		s.log.Debug("cannot read a container's cgroup counters", "cgroup", path, "error", err)
+		return processes, nil
+	}
+	return processes, &counters
 }
 
 // emptyDir measures an emptyDir volume. One on disk is walked in the

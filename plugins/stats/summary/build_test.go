@@ -41,8 +41,9 @@ func nodeSample() NodeSample {
 		Root: CgroupSample{
 			Time:          t0,
 			CPUUsageNanos: u(7e9),
-			Memory:        &MemorySample{Usage: 900, InactiveFile: 300, RSS: 400, PageFaults: 10, MajorPageFaults: 2, Limit: u(1 << 63)},
+			Memory:        &MemorySample{Usage: 900, InactiveFile: 300, RSS: 400, Cache: 350, PageFaults: 10, MajorPageFaults: 2, Limit: u(1 << 63)},
 			CPUPressure:   psi(10), MemoryPressure: psi(20), IOPressure: psi(30),
+			DiskIO: []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: u(5), ReadBytes: u(20480), Writes: u(2), WriteBytes: u(8192)}},
 		},
 		MemoryCapacity: 2000,
 		SwapTotal:      u(500), SwapFree: u(450),
@@ -66,13 +67,14 @@ func TestBuildNode(t *testing.T) {
 		Cpu:       &typesv1.CPUStats{Time: ts(t0), UsageNanoCores: u(0), UsageCoreNanoSeconds: u(7e9), Psi: psi(10)},
 		// Available is measured against capacity, not the root's limit.
 		Memory: &typesv1.MemoryStats{Time: ts(t0), AvailableBytes: u(1400), UsageBytes: u(900), WorkingSetBytes: u(600),
-			RssBytes: u(400), PageFaults: u(10), MajorPageFaults: u(2), Psi: psi(20)},
-		Io:   &typesv1.IOStats{Time: ts(t0), Psi: psi(30)},
+			RssBytes: u(400), CacheBytes: u(350), PageFaults: u(10), MajorPageFaults: u(2), Psi: psi(20)},
+		Io: &typesv1.IOStats{Time: ts(t0), Psi: psi(30),
+			Devices: []*typesv1.DeviceIOStats{{Device: "/dev/vda", Major: 254, Reads: u(5), ReadBytes: u(20480), Writes: u(2), WriteBytes: u(8192)}}},
 		Swap: &typesv1.SwapStats{Time: ts(t0), SwapUsageBytes: u(50), SwapAvailableBytes: u(450)},
 		SystemContainers: []*typesv1.ContainerStats{{
 			Name: "pods", StartTime: ts(boot),
 			Cpu:    &typesv1.CPUStats{Time: ts(t0), UsageNanoCores: u(0), UsageCoreNanoSeconds: u(3e9)},
-			Memory: &typesv1.MemoryStats{Time: ts(t0), AvailableBytes: u(1100), UsageBytes: u(500), WorkingSetBytes: u(400), RssBytes: u(0), PageFaults: u(0), MajorPageFaults: u(0)},
+			Memory: &typesv1.MemoryStats{Time: ts(t0), AvailableBytes: u(1100), UsageBytes: u(500), WorkingSetBytes: u(400), RssBytes: u(0), CacheBytes: u(0), PageFaults: u(0), MajorPageFaults: u(0)},
 		}},
 		Fs: &typesv1.FsStats{Time: ts(t0), AvailableBytes: u(600), CapacityBytes: u(1000), UsedBytes: u(350), InodesFree: u(40), Inodes: u(100), InodesUsed: u(60)},
 		Runtime: &typesv1.RuntimeStats{
@@ -106,10 +108,30 @@ func TestBuildNode(t *testing.T) {
 			// Unmeasurable mount point: only what the runtime said.
 			n.Runtime.ContainerFs = &typesv1.FsStats{Time: ts(t0), UsedBytes: u(7)}
 		})},
-		{"no pods cgroup, no swap, no pressure, no limits known", func() Sample {
+		{"the filesystems' reads and writes on devices the root cgroup's counters leave out", func() Sample {
+			n := nodeSample()
+			n.FilesystemIO = []*typesv1.DeviceIOStats{
+				{Device: "/dev/vda", Major: 254, Reads: u(99), Writes: u(98)}, // counted by the cgroup already
+				{Device: "/dev/sda1", Major: 8, Minor: 1, Reads: u(7), Writes: u(6)},
+			}
+			return Sample{Time: t0, Node: n}
+		}, with(wantFull, func(n *typesv1.NodeStats) {
+			n.Io.Devices = append(n.Io.Devices, &typesv1.DeviceIOStats{Device: "/dev/sda1", Major: 8, Minor: 1, Reads: u(7), Writes: u(6)})
+		})},
+		{"pressure but no block I/O counted", func() Sample {
+			n := nodeSample()
+			n.Root.DiskIO = nil
+			return Sample{Time: t0, Node: n}
+		}, with(wantFull, func(n *typesv1.NodeStats) { n.Io.Devices = nil })},
+		{"block I/O but no pressure (cgroup v1)", func() Sample {
+			n := nodeSample()
+			n.Root.IOPressure = nil
+			return Sample{Time: t0, Node: n}
+		}, with(wantFull, func(n *typesv1.NodeStats) { n.Io.Psi = nil })},
+		{"no pods cgroup, no swap, no pressure, no block I/O, no limits known", func() Sample {
 			n := nodeSample()
 			n.Pods, n.SwapTotal = nil, nil
-			n.Root.CPUPressure, n.Root.MemoryPressure, n.Root.IOPressure = nil, nil, nil
+			n.Root.CPUPressure, n.Root.MemoryPressure, n.Root.IOPressure, n.Root.DiskIO = nil, nil, nil, nil
 			n.Rlimit = &RlimitSample{Time: t0}
 			n.Network.Default = ""
 			return Sample{Time: t0, Node: n}

@@ -24,7 +24,15 @@ func cgroupCPU(c CgroupSample, key string, rates *CPURates) *typesv1.CPUStats {
 			out.UsageNanoCores = rate
 		}
 	}
+	setCFS(out, c)
 	return out
+}
+
+// setCFS adds the cgroup's CFS periods to out, when it has a quota.
+func setCFS(out *typesv1.CPUStats, c CgroupSample) {
+	if c.CFS != nil {
+		out.CfsPeriods, out.CfsThrottledPeriods = ptr(c.CFS.Periods), ptr(c.CFS.ThrottledPeriods)
+	}
 }
 
 // cgroupMemory is a cgroup's MemoryStats. available is limit - working set
@@ -43,6 +51,7 @@ func cgroupMemory(c CgroupSample, limit *uint64) *typesv1.MemoryStats {
 		PageFaults:      ptr(m.PageFaults),
 		MajorPageFaults: ptr(m.MajorPageFaults),
 		Psi:             c.MemoryPressure,
+		CacheBytes:      ptr(m.Cache),
 	}
 	if limit != nil && *limit <= maxMemoryLimit {
 		out.AvailableBytes = ptr(saturatingSub(*limit, workingSet))
@@ -65,12 +74,13 @@ func cgroupSwap(c CgroupSample) *typesv1.SwapStats {
 	return out
 }
 
-// cgroupIO is a cgroup's IOStats: pressure only, so nil without it.
+// cgroupIO is a cgroup's IOStats: pressure and block I/O per device, nil
+// without either.
 func cgroupIO(c CgroupSample) *typesv1.IOStats {
-	if c.IOPressure == nil {
+	if c.IOPressure == nil && len(c.DiskIO) == 0 {
 		return nil
 	}
-	return &typesv1.IOStats{Time: timestamp(c.Time), Psi: c.IOPressure}
+	return &typesv1.IOStats{Time: timestamp(c.Time), Psi: c.IOPressure, Devices: c.DiskIO}
 }
 
 func saturatingSub(a, b uint64) uint64 {

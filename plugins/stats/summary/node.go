@@ -45,7 +45,7 @@ func buildNode(s Sample, rates *CPURates) *typesv1.NodeStats {
 	if s.OnlyCPUAndMemory {
 		return out
 	}
-	out.Io = cgroupIO(n.Root)
+	out.Io = nodeIO(n)
 	if n.Fs != nil {
 		out.Fs = filesystem(n.Fs)
 	}
@@ -62,6 +62,24 @@ func buildNode(s Sample, rates *CPURates) *typesv1.NodeStats {
 		out.Network = network(n.Network)
 	}
 	return out
+}
+
+// nodeIO is the root cgroup's IOStats with the node's filesystems' reads
+// and writes on the devices its block I/O counters left out: cAdvisor's
+// root container lists both, and one series per device keeps the families
+// free of duplicates.
+func nodeIO(n NodeSample) *typesv1.IOStats {
+	root := n.Root
+	counted := map[[2]uint32]bool{}
+	for _, d := range root.DiskIO {
+		counted[[2]uint32{d.GetMajor(), d.GetMinor()}] = true
+	}
+	for _, d := range n.FilesystemIO {
+		if !counted[[2]uint32{d.GetMajor(), d.GetMinor()}] {
+			root.DiskIO = append(root.DiskIO[:len(root.DiskIO):len(root.DiskIO)], d)
+		}
+	}
+	return cgroupIO(root)
 }
 
 // nodeSwap is the node's swap from /proc/meminfo: used is total - free,

@@ -38,10 +38,15 @@ func webSample() PodSample {
 	return PodSample{
 		Pod: webPod(),
 		Cgroup: &CgroupSample{Time: t0, CPUUsageNanos: u(6e9),
-			Memory:    &MemorySample{Usage: 800, InactiveFile: 200, RSS: 150, PageFaults: 9, MajorPageFaults: 3, Limit: u(1000)},
-			SwapUsage: u(8), SwapLimit: u(1 << 63), IOPressure: psi(3)},
+			Memory:    &MemorySample{Usage: 800, InactiveFile: 200, RSS: 150, Cache: 180, PageFaults: 9, MajorPageFaults: 3, Limit: u(1000)},
+			SwapUsage: u(8), SwapLimit: u(1 << 63), IOPressure: psi(3),
+			CFS:    &CFSSample{Periods: 50, ThrottledPeriods: 7},
+			DiskIO: []*typesv1.DeviceIOStats{{Device: "/dev/sda", Major: 8, Reads: u(3), ReadBytes: u(12288)}}},
 		Containers: []ContainerSample{
-			{Name: "app", StartTime: started, Runtime: appRuntime(), Logs: &DiskUsage{Time: t0, Bytes: 8192, Inodes: 2}, Processes: u(3)},
+			{Name: "app", StartTime: started, Runtime: appRuntime(), Logs: &DiskUsage{Time: t0, Bytes: 8192, Inodes: 2}, Processes: u(3),
+				// Its own cgroup's counters: what the runtime's stats lack.
+				Counters: &CgroupCounters{Time: t0, Cache: u(64), CFS: &CFSSample{Periods: 40, ThrottledPeriods: 6},
+					DiskIO: []*typesv1.DeviceIOStats{{Device: "/dev/sda", Major: 8, Reads: u(2), ReadBytes: u(8192)}}}},
 			{Name: "side", StartTime: started.Add(time.Second), Runtime: sidecarRuntime(), Processes: u(1)},
 		},
 		Network: &NetworkSample{Time: t0, Default: "eth0", Interfaces: []*typesv1.InterfaceStats{
@@ -68,9 +73,10 @@ func wantWeb() *typesv1.PodStats {
 		Containers: []*typesv1.ContainerStats{
 			{
 				Name: "app", StartTime: ts(started),
-				Cpu: &typesv1.CPUStats{Time: ts(t0), UsageCoreNanoSeconds: u(4e9), UsageNanoCores: u(2e8)},
+				Cpu: &typesv1.CPUStats{Time: ts(t0), UsageCoreNanoSeconds: u(4e9), UsageNanoCores: u(2e8), CfsPeriods: u(40), CfsThrottledPeriods: u(6)},
 				Memory: &typesv1.MemoryStats{Time: ts(t0), UsageBytes: u(300), WorkingSetBytes: u(250),
-					RssBytes: u(100), PageFaults: u(5), MajorPageFaults: u(1)},
+					RssBytes: u(100), PageFaults: u(5), MajorPageFaults: u(1), CacheBytes: u(64)},
+				Io:     &typesv1.IOStats{Time: ts(t0), Devices: []*typesv1.DeviceIOStats{{Device: "/dev/sda", Major: 8, Reads: u(2), ReadBytes: u(8192)}}},
 				Rootfs: imageFsOn(&typesv1.FsStats{Time: ts(t0.Add(-5 * time.Second)), UsedBytes: u(40), InodesUsed: u(4)}),
 				Logs: &typesv1.FsStats{Time: ts(t0), AvailableBytes: u(600), CapacityBytes: u(1000), UsedBytes: u(8192),
 					InodesFree: u(40), Inodes: u(100), InodesUsed: u(2)},
@@ -84,11 +90,12 @@ func wantWeb() *typesv1.PodStats {
 				Rootfs: imageFsOn(&typesv1.FsStats{Time: ts(t0)}),
 			},
 		},
-		Cpu: &typesv1.CPUStats{Time: ts(t0), UsageNanoCores: u(0), UsageCoreNanoSeconds: u(6e9)},
+		Cpu: &typesv1.CPUStats{Time: ts(t0), UsageNanoCores: u(0), UsageCoreNanoSeconds: u(6e9), CfsPeriods: u(50), CfsThrottledPeriods: u(7)},
 		Memory: &typesv1.MemoryStats{Time: ts(t0), AvailableBytes: u(400), UsageBytes: u(800), WorkingSetBytes: u(600),
-			RssBytes: u(150), PageFaults: u(9), MajorPageFaults: u(3)},
+			RssBytes: u(150), CacheBytes: u(180), PageFaults: u(9), MajorPageFaults: u(3)},
 		Swap: &typesv1.SwapStats{Time: ts(t0), SwapUsageBytes: u(8)},
-		Io:   &typesv1.IOStats{Time: ts(t0), Psi: psi(3)},
+		Io: &typesv1.IOStats{Time: ts(t0), Psi: psi(3),
+			Devices: []*typesv1.DeviceIOStats{{Device: "/dev/sda", Major: 8, Reads: u(3), ReadBytes: u(12288)}}},
 		Network: &typesv1.NetworkStats{Time: ts(t0),
 			DefaultInterface: &typesv1.InterfaceStats{Name: "eth0", RxBytes: u(11), TxBytes: u(12), RxErrors: u(0), TxErrors: u(0)},
 			Interfaces:       []*typesv1.InterfaceStats{{Name: "eth0", RxBytes: u(11), TxBytes: u(12), RxErrors: u(0), TxErrors: u(0)}},
@@ -111,7 +118,8 @@ func TestBuildPod(t *testing.T) {
 	cpuAndMemory := func(p *typesv1.PodStats) {
 		p.Io, p.Network, p.VolumeStats, p.EphemeralStorage, p.ProcessStats = nil, nil, nil, nil, nil
 		for _, c := range p.Containers {
-			c.Rootfs, c.Logs = nil, nil
+			c.Rootfs, c.Logs, c.Io = nil, nil, nil
+			c.Cpu.CfsPeriods, c.Cpu.CfsThrottledPeriods, c.Memory.CacheBytes = nil, nil, nil
 		}
 	}
 	tests := []struct {

@@ -47,6 +47,28 @@ type CgroupSample struct {
 	SwapLimit *uint64
 	// Pressure stall information; nil where the kernel offers none (cgroup v1).
 	CPUPressure, MemoryPressure, IOPressure *typesv1.PSIStats
+	// CFS is the cgroup's CFS bandwidth accounting; nil when the cgroup has
+	// no CFS quota.
+	CFS *CFSSample
+	// DiskIO is the cgroup's block I/O per device (cAdvisor's); empty when
+	// the kernel counted none.
+	DiskIO []*typesv1.DeviceIOStats
+}
+
+// CgroupCounters are a cgroup's counters that cAdvisor exports and a
+// runtime's container stats lack.
+type CgroupCounters struct {
+	Time time.Time
+	// Cache is the page cache; nil without memory accounting.
+	Cache *uint64
+	// CFS and DiskIO are as in CgroupSample.
+	CFS    *CFSSample
+	DiskIO []*typesv1.DeviceIOStats
+}
+
+// CFSSample is cpu.stat's nr_periods and nr_throttled.
+type CFSSample struct {
+	Periods, ThrottledPeriods uint64
 }
 
 // MemorySample is a cgroup's memory accounting.
@@ -58,6 +80,8 @@ type MemorySample struct {
 	InactiveFile uint64
 	// RSS is total_rss (v1) or anon (v2).
 	RSS uint64
+	// Cache is total_cache (v1) or file (v2): the page cache.
+	Cache uint64
 	// PageFaults and MajorPageFaults are pgfault and pgmajfault.
 	PageFaults, MajorPageFaults uint64
 	// Limit is nil when the cgroup's memory is not limited.
@@ -102,6 +126,10 @@ type NodeSample struct {
 	ContainerFs *RuntimeFsSample
 	Rlimit      *RlimitSample
 	Network     *NetworkSample
+	// FilesystemIO is the reads and writes completed on the devices of the
+	// node's disk filesystems (cAdvisor's root container's filesystem
+	// counters); empty when unknown.
+	FilesystemIO []*typesv1.DeviceIOStats
 }
 
 // PodsCgroupSample is the cgroup that holds every pod.
@@ -170,6 +198,9 @@ type ContainerSample struct {
 	// Processes counts the processes in the container's cgroup; nil when
 	// unknown.
 	Processes *uint64
+	// Counters are the container's own cgroup's counters that the
+	// runtime's stats leave out; nil when unknown.
+	Counters *CgroupCounters
 }
 
 // VolumeSample is one pod volume the node can measure.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -84,7 +85,8 @@ func readMetricFamilies(t *testing.T) []metricFamily {
 // it) while a pod with a cpu limit, a volume and a readiness probe runs.
 // Every family the kubelet dashboards and scrape jobs query
 // (testdata/kubelet-metric-families.tsv) is there with upstream's type and
-// labels, unless the list says why it may be absent; and `promtool check
+// labels, unless the list says why it may be absent; cAdvisor's counters
+// say what the pod's containers do (cadvisorSanity); and `promtool check
 // metrics` (built from the Prometheus module) finds nothing in any scrape
 // that it does not find in an upstream kubelet's.
 func TestPrometheusScrape(t *testing.T) {
@@ -104,6 +106,13 @@ func TestPrometheusScrape(t *testing.T) {
 		ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/data/ready"}}}, PeriodSeconds: 1},
 	}, v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 		v1.Volume{Name: "marks", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
+	// What cadvisorSanity looks for: a container spinning under a small cpu
+	// limit, and one sending to the pod's gateway every second.
+	spec.Containers = append(spec.Containers,
+		v1.Container{Name: "busy", Image: devnode.DefaultTestImage, Command: []string{"sh", "-c", "while :; do :; done"},
+			Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("20m")}}},
+		v1.Container{Name: "net", Image: devnode.DefaultTestImage, Command: []string{"sh", "-c",
+			`gw=$(ip route | awk '/^default/ {print $3}'); while :; do ping -c 1 -W 1 "$gw" || wget -q -T 1 -O /dev/null "http://$gw:1/"; sleep 1; done`}})
 	ctx := context.Background()
 	if _, err := c.Admin.CoreV1().Pods(ns).Create(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "scraped"}, Spec: spec}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -149,8 +158,10 @@ func TestPrometheusScrape(t *testing.T) {
 				missing += " " + f.path + " " + f.name
 			}
 		}
-		// Some come with time: a second relist interval, a probe result.
-		return missing == "", "missing:" + missing
+		// Some come with time: a second relist interval, a probe result,
+		// throttled periods, packets.
+		insane := cadvisorSanity(scrapes["/metrics/cadvisor"])
+		return missing == "" && insane == "", "missing:" + missing + "; /metrics/cadvisor: " + insane
 	})
 
 	for _, f := range families {
@@ -160,6 +171,19 @@ func TestPrometheusScrape(t *testing.T) {
 	// named *_count, without _total): what it says of microlet's scrapes
 	// may only be what it says of an upstream kubelet's.
 	kubelet := kubeletScrapes(t, slices.Sorted(maps.Keys(bodies)))
+	// A cAdvisor family the list lets microlet lack here, the kubelet
+	// must lack on the same machine too.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	theirCadvisor, err := parser.TextToMetricFamilies(strings.NewReader(kubelet["/metrics/cadvisor"]))
+	if err != nil {
+		t.Fatalf("the kubelet's /metrics/cadvisor: %v", err)
+	}
+	for _, f := range families {
+		if f.path == "/metrics/cadvisor" && f.absent != "" && len(scrapes[f.path][f.name].GetMetric()) == 0 &&
+			len(theirCadvisor[f.name].GetMetric()) > 0 {
+			t.Errorf("/metrics/cadvisor %s: none here (%s), but the kubelet on this machine has %d series", f.name, f.absent, len(theirCadvisor[f.name].GetMetric()))
+		}
+	}
 	for _, path := range slices.Sorted(maps.Keys(bodies)) {
 		theirs := promtoolFindings(t, promtool, "the kubelet's "+path, kubelet[path])
 		for _, f := range promtoolFindings(t, promtool, path, bodies[path]) {
@@ -168,6 +192,59 @@ func TestPrometheusScrape(t *testing.T) {
 			}
 		}
 	}
+}
+
+// cadvisorSanity says what a /metrics/cadvisor scrape shows of the
+// "scraped" pod that does not match what its containers do, "" if nothing:
+// "busy" spins under a 20m cpu limit, so CFS throttles it; "net" has no
+// cpu limit, so it has no CFS series (cAdvisor's: only with a quota), and
+// sends to the pod's gateway, so the pod's eth0 counts packets both ways
+// (ARP at least); "app" wrote a file, which the page cache holds. The
+// node's disk has been read from, and /proc/diskstats counts it.
+func cadvisorSanity(families map[string]*dto.MetricFamily) string {
+	// value sums the series of family whose labels include match; false
+	// when there is none.
+	value := func(family string, match map[string]string) (float64, bool) {
+		sum, found := 0.0, false
+	series:
+		for _, m := range families[family].GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range match {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			found = true
+		}
+		return sum, found
+	}
+	busy := map[string]string{"pod": "scraped", "container": "busy"}
+	eth0 := map[string]string{"pod": "scraped", "container": "", "interface": "eth0"}
+	var bad []string
+	throttled, _ := value("container_cpu_cfs_throttled_periods_total", busy)
+	periods, _ := value("container_cpu_cfs_periods_total", busy)
+	if throttled == 0 || periods < throttled {
+		bad = append(bad, fmt.Sprintf("busy: %v CFS periods, %v throttled; want some throttled, no more than elapsed", periods, throttled))
+	}
+	if _, ok := value("container_cpu_cfs_periods_total", map[string]string{"pod": "scraped", "container": "net"}); ok {
+		bad = append(bad, "net, without a cpu limit, has CFS periods")
+	}
+	for _, family := range []string{"container_network_receive_packets_total", "container_network_transmit_packets_total"} {
+		if v, _ := value(family, eth0); v == 0 {
+			bad = append(bad, "the pod's eth0 has no "+family)
+		}
+	}
+	if v, _ := value("container_memory_cache", map[string]string{"pod": "scraped", "container": "app"}); v == 0 {
+		bad = append(bad, "app has no page cache")
+	}
+	if v, _ := value("container_fs_reads_total", map[string]string{"id": "/"}); v == 0 {
+		bad = append(bad, "the node has no filesystem reads")
+	}
+	return strings.Join(bad, "; ")
 }
 
 // promtoolFindings runs `promtool check metrics` on a scrape and returns

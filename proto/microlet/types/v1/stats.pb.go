@@ -151,8 +151,13 @@ type CPUStats struct {
 	UsageNanoCores       *uint64                `protobuf:"varint,2,opt,name=usage_nano_cores,json=usageNanoCores,proto3,oneof" json:"usage_nano_cores,omitempty"`
 	UsageCoreNanoSeconds *uint64                `protobuf:"varint,3,opt,name=usage_core_nano_seconds,json=usageCoreNanoSeconds,proto3,oneof" json:"usage_core_nano_seconds,omitempty"`
 	Psi                  *PSIStats              `protobuf:"bytes,4,opt,name=psi,proto3" json:"psi,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// cAdvisor: the CFS enforcement periods that elapsed and those in which
+	// the cgroup was throttled (cpu.stat nr_periods, nr_throttled); set only
+	// when the cgroup has a CFS quota, as cAdvisor exports them only then.
+	CfsPeriods          *uint64 `protobuf:"varint,5,opt,name=cfs_periods,json=cfsPeriods,proto3,oneof" json:"cfs_periods,omitempty"`
+	CfsThrottledPeriods *uint64 `protobuf:"varint,6,opt,name=cfs_throttled_periods,json=cfsThrottledPeriods,proto3,oneof" json:"cfs_throttled_periods,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *CPUStats) Reset() {
@@ -213,6 +218,20 @@ func (x *CPUStats) GetPsi() *PSIStats {
 	return nil
 }
 
+func (x *CPUStats) GetCfsPeriods() uint64 {
+	if x != nil && x.CfsPeriods != nil {
+		return *x.CfsPeriods
+	}
+	return 0
+}
+
+func (x *CPUStats) GetCfsThrottledPeriods() uint64 {
+	if x != nil && x.CfsThrottledPeriods != nil {
+		return *x.CfsThrottledPeriods
+	}
+	return 0
+}
+
 // MemoryStats mirrors v1alpha1.MemoryStats.
 type MemoryStats struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -224,8 +243,11 @@ type MemoryStats struct {
 	PageFaults      *uint64                `protobuf:"varint,6,opt,name=page_faults,json=pageFaults,proto3,oneof" json:"page_faults,omitempty"`
 	MajorPageFaults *uint64                `protobuf:"varint,7,opt,name=major_page_faults,json=majorPageFaults,proto3,oneof" json:"major_page_faults,omitempty"`
 	Psi             *PSIStats              `protobuf:"bytes,8,opt,name=psi,proto3" json:"psi,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// cAdvisor: page cache bytes (memory.stat total_cache on cgroup v1, file
+	// on v2).
+	CacheBytes    *uint64 `protobuf:"varint,9,opt,name=cache_bytes,json=cacheBytes,proto3,oneof" json:"cache_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemoryStats) Reset() {
@@ -314,11 +336,21 @@ func (x *MemoryStats) GetPsi() *PSIStats {
 	return nil
 }
 
+func (x *MemoryStats) GetCacheBytes() uint64 {
+	if x != nil && x.CacheBytes != nil {
+		return *x.CacheBytes
+	}
+	return 0
+}
+
 // IOStats mirrors v1alpha1.IOStats.
 type IOStats struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Time          *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
-	Psi           *PSIStats              `protobuf:"bytes,2,opt,name=psi,proto3" json:"psi,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Time  *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	Psi   *PSIStats              `protobuf:"bytes,2,opt,name=psi,proto3" json:"psi,omitempty"`
+	// cAdvisor: the cgroup's block I/O per device, for the devices the
+	// kernel counted any on.
+	Devices       []*DeviceIOStats `protobuf:"bytes,3,rep,name=devices,proto3" json:"devices,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -367,6 +399,113 @@ func (x *IOStats) GetPsi() *PSIStats {
 	return nil
 }
 
+func (x *IOStats) GetDevices() []*DeviceIOStats {
+	if x != nil {
+		return x.Devices
+	}
+	return nil
+}
+
+// DeviceIOStats is block I/O on one device (cAdvisor): a cgroup's, as
+// cgroup v1's blkio io_serviced / io_service_bytes or v2's io.stat count it
+// (the cgroup and its descendants); for the node also the reads and writes
+// /proc/diskstats counts on the devices of its disk filesystems, as
+// cAdvisor's root container has them. What was not counted is unset.
+type DeviceIOStats struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// device is the device's node, "/dev/<name>" (cAdvisor's `device` label);
+	// "" when the node has no such block device.
+	Device     string  `protobuf:"bytes,1,opt,name=device,proto3" json:"device,omitempty"`
+	Major      uint32  `protobuf:"varint,2,opt,name=major,proto3" json:"major,omitempty"`
+	Minor      uint32  `protobuf:"varint,3,opt,name=minor,proto3" json:"minor,omitempty"`
+	ReadBytes  *uint64 `protobuf:"varint,4,opt,name=read_bytes,json=readBytes,proto3,oneof" json:"read_bytes,omitempty"`
+	WriteBytes *uint64 `protobuf:"varint,5,opt,name=write_bytes,json=writeBytes,proto3,oneof" json:"write_bytes,omitempty"`
+	// reads and writes are the I/O operations completed.
+	Reads         *uint64 `protobuf:"varint,6,opt,name=reads,proto3,oneof" json:"reads,omitempty"`
+	Writes        *uint64 `protobuf:"varint,7,opt,name=writes,proto3,oneof" json:"writes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceIOStats) Reset() {
+	*x = DeviceIOStats{}
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceIOStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceIOStats) ProtoMessage() {}
+
+func (x *DeviceIOStats) ProtoReflect() protoreflect.Message {
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceIOStats.ProtoReflect.Descriptor instead.
+func (*DeviceIOStats) Descriptor() ([]byte, []int) {
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DeviceIOStats) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *DeviceIOStats) GetMajor() uint32 {
+	if x != nil {
+		return x.Major
+	}
+	return 0
+}
+
+func (x *DeviceIOStats) GetMinor() uint32 {
+	if x != nil {
+		return x.Minor
+	}
+	return 0
+}
+
+func (x *DeviceIOStats) GetReadBytes() uint64 {
+	if x != nil && x.ReadBytes != nil {
+		return *x.ReadBytes
+	}
+	return 0
+}
+
+func (x *DeviceIOStats) GetWriteBytes() uint64 {
+	if x != nil && x.WriteBytes != nil {
+		return *x.WriteBytes
+	}
+	return 0
+}
+
+func (x *DeviceIOStats) GetReads() uint64 {
+	if x != nil && x.Reads != nil {
+		return *x.Reads
+	}
+	return 0
+}
+
+func (x *DeviceIOStats) GetWrites() uint64 {
+	if x != nil && x.Writes != nil {
+		return *x.Writes
+	}
+	return 0
+}
+
 // SwapStats mirrors v1alpha1.SwapStats.
 type SwapStats struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
@@ -379,7 +518,7 @@ type SwapStats struct {
 
 func (x *SwapStats) Reset() {
 	*x = SwapStats{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[5]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +530,7 @@ func (x *SwapStats) String() string {
 func (*SwapStats) ProtoMessage() {}
 
 func (x *SwapStats) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[5]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +543,7 @@ func (x *SwapStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwapStats.ProtoReflect.Descriptor instead.
 func (*SwapStats) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{5}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SwapStats) GetTime() *timestamppb.Timestamp {
@@ -444,7 +583,7 @@ type FsStats struct {
 
 func (x *FsStats) Reset() {
 	*x = FsStats{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[6]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -456,7 +595,7 @@ func (x *FsStats) String() string {
 func (*FsStats) ProtoMessage() {}
 
 func (x *FsStats) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[6]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -469,7 +608,7 @@ func (x *FsStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FsStats.ProtoReflect.Descriptor instead.
 func (*FsStats) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{6}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FsStats) GetTime() *timestamppb.Timestamp {
@@ -523,19 +662,24 @@ func (x *FsStats) GetInodesUsed() uint64 {
 
 // InterfaceStats mirrors v1alpha1.InterfaceStats.
 type InterfaceStats struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	RxBytes       *uint64                `protobuf:"varint,2,opt,name=rx_bytes,json=rxBytes,proto3,oneof" json:"rx_bytes,omitempty"`
-	RxErrors      *uint64                `protobuf:"varint,3,opt,name=rx_errors,json=rxErrors,proto3,oneof" json:"rx_errors,omitempty"`
-	TxBytes       *uint64                `protobuf:"varint,4,opt,name=tx_bytes,json=txBytes,proto3,oneof" json:"tx_bytes,omitempty"`
-	TxErrors      *uint64                `protobuf:"varint,5,opt,name=tx_errors,json=txErrors,proto3,oneof" json:"tx_errors,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	RxBytes  *uint64                `protobuf:"varint,2,opt,name=rx_bytes,json=rxBytes,proto3,oneof" json:"rx_bytes,omitempty"`
+	RxErrors *uint64                `protobuf:"varint,3,opt,name=rx_errors,json=rxErrors,proto3,oneof" json:"rx_errors,omitempty"`
+	TxBytes  *uint64                `protobuf:"varint,4,opt,name=tx_bytes,json=txBytes,proto3,oneof" json:"tx_bytes,omitempty"`
+	TxErrors *uint64                `protobuf:"varint,5,opt,name=tx_errors,json=txErrors,proto3,oneof" json:"tx_errors,omitempty"`
+	// cAdvisor: packets received and transmitted, and those dropped.
+	RxPackets     *uint64 `protobuf:"varint,6,opt,name=rx_packets,json=rxPackets,proto3,oneof" json:"rx_packets,omitempty"`
+	RxDropped     *uint64 `protobuf:"varint,7,opt,name=rx_dropped,json=rxDropped,proto3,oneof" json:"rx_dropped,omitempty"`
+	TxPackets     *uint64 `protobuf:"varint,8,opt,name=tx_packets,json=txPackets,proto3,oneof" json:"tx_packets,omitempty"`
+	TxDropped     *uint64 `protobuf:"varint,9,opt,name=tx_dropped,json=txDropped,proto3,oneof" json:"tx_dropped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InterfaceStats) Reset() {
 	*x = InterfaceStats{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[7]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -547,7 +691,7 @@ func (x *InterfaceStats) String() string {
 func (*InterfaceStats) ProtoMessage() {}
 
 func (x *InterfaceStats) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[7]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -560,7 +704,7 @@ func (x *InterfaceStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterfaceStats.ProtoReflect.Descriptor instead.
 func (*InterfaceStats) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{7}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InterfaceStats) GetName() string {
@@ -598,6 +742,34 @@ func (x *InterfaceStats) GetTxErrors() uint64 {
 	return 0
 }
 
+func (x *InterfaceStats) GetRxPackets() uint64 {
+	if x != nil && x.RxPackets != nil {
+		return *x.RxPackets
+	}
+	return 0
+}
+
+func (x *InterfaceStats) GetRxDropped() uint64 {
+	if x != nil && x.RxDropped != nil {
+		return *x.RxDropped
+	}
+	return 0
+}
+
+func (x *InterfaceStats) GetTxPackets() uint64 {
+	if x != nil && x.TxPackets != nil {
+		return *x.TxPackets
+	}
+	return 0
+}
+
+func (x *InterfaceStats) GetTxDropped() uint64 {
+	if x != nil && x.TxDropped != nil {
+		return *x.TxDropped
+	}
+	return 0
+}
+
 // NetworkStats mirrors v1alpha1.NetworkStats; default_interface is the
 // inlined InterfaceStats upstream.
 type NetworkStats struct {
@@ -611,7 +783,7 @@ type NetworkStats struct {
 
 func (x *NetworkStats) Reset() {
 	*x = NetworkStats{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[8]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -623,7 +795,7 @@ func (x *NetworkStats) String() string {
 func (*NetworkStats) ProtoMessage() {}
 
 func (x *NetworkStats) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[8]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -636,7 +808,7 @@ func (x *NetworkStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkStats.ProtoReflect.Descriptor instead.
 func (*NetworkStats) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{8}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NetworkStats) GetTime() *timestamppb.Timestamp {
@@ -672,7 +844,7 @@ type RlimitStats struct {
 
 func (x *RlimitStats) Reset() {
 	*x = RlimitStats{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[9]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +856,7 @@ func (x *RlimitStats) String() string {
 func (*RlimitStats) ProtoMessage() {}
 
 func (x *RlimitStats) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[9]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +869,7 @@ func (x *RlimitStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RlimitStats.ProtoReflect.Descriptor instead.
 func (*RlimitStats) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{9}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RlimitStats) GetTime() *timestamppb.Timestamp {
@@ -732,7 +904,7 @@ type RuntimeStats struct {
 
 func (x *RuntimeStats) Reset() {
 	*x = RuntimeStats{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[10]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +916,7 @@ func (x *RuntimeStats) String() string {
 func (*RuntimeStats) ProtoMessage() {}
 
 func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[10]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +929,7 @@ func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeStats.ProtoReflect.Descriptor instead.
 func (*RuntimeStats) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{10}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RuntimeStats) GetImageFs() *FsStats {
@@ -789,7 +961,7 @@ type AcceleratorStats struct {
 
 func (x *AcceleratorStats) Reset() {
 	*x = AcceleratorStats{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[11]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +973,7 @@ func (x *AcceleratorStats) String() string {
 func (*AcceleratorStats) ProtoMessage() {}
 
 func (x *AcceleratorStats) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[11]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +986,7 @@ func (x *AcceleratorStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceleratorStats.ProtoReflect.Descriptor instead.
 func (*AcceleratorStats) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{11}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AcceleratorStats) GetMake() string {
@@ -877,7 +1049,7 @@ type ContainerStats struct {
 
 func (x *ContainerStats) Reset() {
 	*x = ContainerStats{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[12]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +1061,7 @@ func (x *ContainerStats) String() string {
 func (*ContainerStats) ProtoMessage() {}
 
 func (x *ContainerStats) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[12]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +1074,7 @@ func (x *ContainerStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStats.ProtoReflect.Descriptor instead.
 func (*ContainerStats) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{12}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ContainerStats) GetName() string {
@@ -980,7 +1152,7 @@ type PodReference struct {
 
 func (x *PodReference) Reset() {
 	*x = PodReference{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[13]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1164,7 @@ func (x *PodReference) String() string {
 func (*PodReference) ProtoMessage() {}
 
 func (x *PodReference) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[13]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1177,7 @@ func (x *PodReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodReference.ProtoReflect.Descriptor instead.
 func (*PodReference) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{13}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PodReference) GetName() string {
@@ -1041,7 +1213,7 @@ type VolumeStats struct {
 
 func (x *VolumeStats) Reset() {
 	*x = VolumeStats{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[14]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1053,7 +1225,7 @@ func (x *VolumeStats) String() string {
 func (*VolumeStats) ProtoMessage() {}
 
 func (x *VolumeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[14]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1066,7 +1238,7 @@ func (x *VolumeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeStats.ProtoReflect.Descriptor instead.
 func (*VolumeStats) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{14}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *VolumeStats) GetFs() *FsStats {
@@ -1101,7 +1273,7 @@ type PVCReference struct {
 
 func (x *PVCReference) Reset() {
 	*x = PVCReference{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[15]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1113,7 +1285,7 @@ func (x *PVCReference) String() string {
 func (*PVCReference) ProtoMessage() {}
 
 func (x *PVCReference) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[15]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1126,7 +1298,7 @@ func (x *PVCReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PVCReference.ProtoReflect.Descriptor instead.
 func (*PVCReference) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{15}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PVCReference) GetName() string {
@@ -1153,7 +1325,7 @@ type ProcessStats struct {
 
 func (x *ProcessStats) Reset() {
 	*x = ProcessStats{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[16]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1165,7 +1337,7 @@ func (x *ProcessStats) String() string {
 func (*ProcessStats) ProtoMessage() {}
 
 func (x *ProcessStats) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[16]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +1350,7 @@ func (x *ProcessStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessStats.ProtoReflect.Descriptor instead.
 func (*ProcessStats) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{16}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ProcessStats) GetProcessCount() uint64 {
@@ -1208,7 +1380,7 @@ type PodStats struct {
 
 func (x *PodStats) Reset() {
 	*x = PodStats{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[17]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1392,7 @@ func (x *PodStats) String() string {
 func (*PodStats) ProtoMessage() {}
 
 func (x *PodStats) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[17]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1405,7 @@ func (x *PodStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStats.ProtoReflect.Descriptor instead.
 func (*PodStats) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{17}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PodStats) GetPodRef() *PodReference {
@@ -1333,7 +1505,7 @@ type NodeStats struct {
 
 func (x *NodeStats) Reset() {
 	*x = NodeStats{}
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[18]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1517,7 @@ func (x *NodeStats) String() string {
 func (*NodeStats) ProtoMessage() {}
 
 func (x *NodeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_microlet_types_v1_stats_proto_msgTypes[18]
+	mi := &file_microlet_types_v1_stats_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1530,7 @@ func (x *NodeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStats.ProtoReflect.Descriptor instead.
 func (*NodeStats) Descriptor() ([]byte, []int) {
-	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{18}
+	return file_microlet_types_v1_stats_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *NodeStats) GetNodeName() string {
@@ -1450,14 +1622,19 @@ const file_microlet_types_v1_stats_proto_rawDesc = "" +
 	"\x06avg300\x18\x04 \x01(\x01R\x06avg300\"j\n" +
 	"\bPSIStats\x12.\n" +
 	"\x04full\x18\x01 \x01(\v2\x1a.microlet.types.v1.PSIDataR\x04full\x12.\n" +
-	"\x04some\x18\x02 \x01(\v2\x1a.microlet.types.v1.PSIDataR\x04some\"\x85\x02\n" +
+	"\x04some\x18\x02 \x01(\v2\x1a.microlet.types.v1.PSIDataR\x04some\"\x8e\x03\n" +
 	"\bCPUStats\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12-\n" +
 	"\x10usage_nano_cores\x18\x02 \x01(\x04H\x00R\x0eusageNanoCores\x88\x01\x01\x12:\n" +
 	"\x17usage_core_nano_seconds\x18\x03 \x01(\x04H\x01R\x14usageCoreNanoSeconds\x88\x01\x01\x12-\n" +
-	"\x03psi\x18\x04 \x01(\v2\x1b.microlet.types.v1.PSIStatsR\x03psiB\x13\n" +
+	"\x03psi\x18\x04 \x01(\v2\x1b.microlet.types.v1.PSIStatsR\x03psi\x12$\n" +
+	"\vcfs_periods\x18\x05 \x01(\x04H\x02R\n" +
+	"cfsPeriods\x88\x01\x01\x127\n" +
+	"\x15cfs_throttled_periods\x18\x06 \x01(\x04H\x03R\x13cfsThrottledPeriods\x88\x01\x01B\x13\n" +
 	"\x11_usage_nano_coresB\x1a\n" +
-	"\x18_usage_core_nano_seconds\"\xd8\x03\n" +
+	"\x18_usage_core_nano_secondsB\x0e\n" +
+	"\f_cfs_periodsB\x18\n" +
+	"\x16_cfs_throttled_periods\"\x8e\x04\n" +
 	"\vMemoryStats\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12,\n" +
 	"\x0favailable_bytes\x18\x02 \x01(\x04H\x00R\x0eavailableBytes\x88\x01\x01\x12$\n" +
@@ -1468,17 +1645,35 @@ const file_microlet_types_v1_stats_proto_rawDesc = "" +
 	"\vpage_faults\x18\x06 \x01(\x04H\x04R\n" +
 	"pageFaults\x88\x01\x01\x12/\n" +
 	"\x11major_page_faults\x18\a \x01(\x04H\x05R\x0fmajorPageFaults\x88\x01\x01\x12-\n" +
-	"\x03psi\x18\b \x01(\v2\x1b.microlet.types.v1.PSIStatsR\x03psiB\x12\n" +
+	"\x03psi\x18\b \x01(\v2\x1b.microlet.types.v1.PSIStatsR\x03psi\x12$\n" +
+	"\vcache_bytes\x18\t \x01(\x04H\x06R\n" +
+	"cacheBytes\x88\x01\x01B\x12\n" +
 	"\x10_available_bytesB\x0e\n" +
 	"\f_usage_bytesB\x14\n" +
 	"\x12_working_set_bytesB\f\n" +
 	"\n" +
 	"_rss_bytesB\x0e\n" +
 	"\f_page_faultsB\x14\n" +
-	"\x12_major_page_faults\"h\n" +
+	"\x12_major_page_faultsB\x0e\n" +
+	"\f_cache_bytes\"\xa4\x01\n" +
 	"\aIOStats\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12-\n" +
-	"\x03psi\x18\x02 \x01(\v2\x1b.microlet.types.v1.PSIStatsR\x03psi\"\xcf\x01\n" +
+	"\x03psi\x18\x02 \x01(\v2\x1b.microlet.types.v1.PSIStatsR\x03psi\x12:\n" +
+	"\adevices\x18\x03 \x03(\v2 .microlet.types.v1.DeviceIOStatsR\adevices\"\x89\x02\n" +
+	"\rDeviceIOStats\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\tR\x06device\x12\x14\n" +
+	"\x05major\x18\x02 \x01(\rR\x05major\x12\x14\n" +
+	"\x05minor\x18\x03 \x01(\rR\x05minor\x12\"\n" +
+	"\n" +
+	"read_bytes\x18\x04 \x01(\x04H\x00R\treadBytes\x88\x01\x01\x12$\n" +
+	"\vwrite_bytes\x18\x05 \x01(\x04H\x01R\n" +
+	"writeBytes\x88\x01\x01\x12\x19\n" +
+	"\x05reads\x18\x06 \x01(\x04H\x02R\x05reads\x88\x01\x01\x12\x1b\n" +
+	"\x06writes\x18\a \x01(\x04H\x03R\x06writes\x88\x01\x01B\r\n" +
+	"\v_read_bytesB\x0e\n" +
+	"\f_write_bytesB\b\n" +
+	"\x06_readsB\t\n" +
+	"\a_writes\"\xcf\x01\n" +
 	"\tSwapStats\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x125\n" +
 	"\x14swap_available_bytes\x18\x02 \x01(\x04H\x00R\x12swapAvailableBytes\x88\x01\x01\x12-\n" +
@@ -1501,19 +1696,31 @@ const file_microlet_types_v1_stats_proto_rawDesc = "" +
 	"\v_used_bytesB\x0e\n" +
 	"\f_inodes_freeB\t\n" +
 	"\a_inodesB\x0e\n" +
-	"\f_inodes_used\"\xde\x01\n" +
+	"\f_inodes_used\"\xaa\x03\n" +
 	"\x0eInterfaceStats\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\brx_bytes\x18\x02 \x01(\x04H\x00R\arxBytes\x88\x01\x01\x12 \n" +
 	"\trx_errors\x18\x03 \x01(\x04H\x01R\brxErrors\x88\x01\x01\x12\x1e\n" +
 	"\btx_bytes\x18\x04 \x01(\x04H\x02R\atxBytes\x88\x01\x01\x12 \n" +
-	"\ttx_errors\x18\x05 \x01(\x04H\x03R\btxErrors\x88\x01\x01B\v\n" +
+	"\ttx_errors\x18\x05 \x01(\x04H\x03R\btxErrors\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"rx_packets\x18\x06 \x01(\x04H\x04R\trxPackets\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"rx_dropped\x18\a \x01(\x04H\x05R\trxDropped\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"tx_packets\x18\b \x01(\x04H\x06R\ttxPackets\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"tx_dropped\x18\t \x01(\x04H\aR\ttxDropped\x88\x01\x01B\v\n" +
 	"\t_rx_bytesB\f\n" +
 	"\n" +
 	"_rx_errorsB\v\n" +
 	"\t_tx_bytesB\f\n" +
 	"\n" +
-	"_tx_errors\"\xd1\x01\n" +
+	"_tx_errorsB\r\n" +
+	"\v_rx_packetsB\r\n" +
+	"\v_rx_droppedB\r\n" +
+	"\v_tx_packetsB\r\n" +
+	"\v_tx_dropped\"\xd1\x01\n" +
 	"\fNetworkStats\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12N\n" +
 	"\x11default_interface\x18\x02 \x01(\v2!.microlet.types.v1.InterfaceStatsR\x10defaultInterface\x12A\n" +
@@ -1607,82 +1814,84 @@ func file_microlet_types_v1_stats_proto_rawDescGZIP() []byte {
 	return file_microlet_types_v1_stats_proto_rawDescData
 }
 
-var file_microlet_types_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_microlet_types_v1_stats_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_microlet_types_v1_stats_proto_goTypes = []any{
 	(*PSIData)(nil),               // 0: microlet.types.v1.PSIData
 	(*PSIStats)(nil),              // 1: microlet.types.v1.PSIStats
 	(*CPUStats)(nil),              // 2: microlet.types.v1.CPUStats
 	(*MemoryStats)(nil),           // 3: microlet.types.v1.MemoryStats
 	(*IOStats)(nil),               // 4: microlet.types.v1.IOStats
-	(*SwapStats)(nil),             // 5: microlet.types.v1.SwapStats
-	(*FsStats)(nil),               // 6: microlet.types.v1.FsStats
-	(*InterfaceStats)(nil),        // 7: microlet.types.v1.InterfaceStats
-	(*NetworkStats)(nil),          // 8: microlet.types.v1.NetworkStats
-	(*RlimitStats)(nil),           // 9: microlet.types.v1.RlimitStats
-	(*RuntimeStats)(nil),          // 10: microlet.types.v1.RuntimeStats
-	(*AcceleratorStats)(nil),      // 11: microlet.types.v1.AcceleratorStats
-	(*ContainerStats)(nil),        // 12: microlet.types.v1.ContainerStats
-	(*PodReference)(nil),          // 13: microlet.types.v1.PodReference
-	(*VolumeStats)(nil),           // 14: microlet.types.v1.VolumeStats
-	(*PVCReference)(nil),          // 15: microlet.types.v1.PVCReference
-	(*ProcessStats)(nil),          // 16: microlet.types.v1.ProcessStats
-	(*PodStats)(nil),              // 17: microlet.types.v1.PodStats
-	(*NodeStats)(nil),             // 18: microlet.types.v1.NodeStats
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*DeviceIOStats)(nil),         // 5: microlet.types.v1.DeviceIOStats
+	(*SwapStats)(nil),             // 6: microlet.types.v1.SwapStats
+	(*FsStats)(nil),               // 7: microlet.types.v1.FsStats
+	(*InterfaceStats)(nil),        // 8: microlet.types.v1.InterfaceStats
+	(*NetworkStats)(nil),          // 9: microlet.types.v1.NetworkStats
+	(*RlimitStats)(nil),           // 10: microlet.types.v1.RlimitStats
+	(*RuntimeStats)(nil),          // 11: microlet.types.v1.RuntimeStats
+	(*AcceleratorStats)(nil),      // 12: microlet.types.v1.AcceleratorStats
+	(*ContainerStats)(nil),        // 13: microlet.types.v1.ContainerStats
+	(*PodReference)(nil),          // 14: microlet.types.v1.PodReference
+	(*VolumeStats)(nil),           // 15: microlet.types.v1.VolumeStats
+	(*PVCReference)(nil),          // 16: microlet.types.v1.PVCReference
+	(*ProcessStats)(nil),          // 17: microlet.types.v1.ProcessStats
+	(*PodStats)(nil),              // 18: microlet.types.v1.PodStats
+	(*NodeStats)(nil),             // 19: microlet.types.v1.NodeStats
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
 }
 var file_microlet_types_v1_stats_proto_depIdxs = []int32{
 	0,  // 0: microlet.types.v1.PSIStats.full:type_name -> microlet.types.v1.PSIData
 	0,  // 1: microlet.types.v1.PSIStats.some:type_name -> microlet.types.v1.PSIData
-	19, // 2: microlet.types.v1.CPUStats.time:type_name -> google.protobuf.Timestamp
+	20, // 2: microlet.types.v1.CPUStats.time:type_name -> google.protobuf.Timestamp
 	1,  // 3: microlet.types.v1.CPUStats.psi:type_name -> microlet.types.v1.PSIStats
-	19, // 4: microlet.types.v1.MemoryStats.time:type_name -> google.protobuf.Timestamp
+	20, // 4: microlet.types.v1.MemoryStats.time:type_name -> google.protobuf.Timestamp
 	1,  // 5: microlet.types.v1.MemoryStats.psi:type_name -> microlet.types.v1.PSIStats
-	19, // 6: microlet.types.v1.IOStats.time:type_name -> google.protobuf.Timestamp
+	20, // 6: microlet.types.v1.IOStats.time:type_name -> google.protobuf.Timestamp
 	1,  // 7: microlet.types.v1.IOStats.psi:type_name -> microlet.types.v1.PSIStats
-	19, // 8: microlet.types.v1.SwapStats.time:type_name -> google.protobuf.Timestamp
-	19, // 9: microlet.types.v1.FsStats.time:type_name -> google.protobuf.Timestamp
-	19, // 10: microlet.types.v1.NetworkStats.time:type_name -> google.protobuf.Timestamp
-	7,  // 11: microlet.types.v1.NetworkStats.default_interface:type_name -> microlet.types.v1.InterfaceStats
-	7,  // 12: microlet.types.v1.NetworkStats.interfaces:type_name -> microlet.types.v1.InterfaceStats
-	19, // 13: microlet.types.v1.RlimitStats.time:type_name -> google.protobuf.Timestamp
-	6,  // 14: microlet.types.v1.RuntimeStats.image_fs:type_name -> microlet.types.v1.FsStats
-	6,  // 15: microlet.types.v1.RuntimeStats.container_fs:type_name -> microlet.types.v1.FsStats
-	19, // 16: microlet.types.v1.ContainerStats.start_time:type_name -> google.protobuf.Timestamp
-	2,  // 17: microlet.types.v1.ContainerStats.cpu:type_name -> microlet.types.v1.CPUStats
-	3,  // 18: microlet.types.v1.ContainerStats.memory:type_name -> microlet.types.v1.MemoryStats
-	4,  // 19: microlet.types.v1.ContainerStats.io:type_name -> microlet.types.v1.IOStats
-	11, // 20: microlet.types.v1.ContainerStats.accelerators:type_name -> microlet.types.v1.AcceleratorStats
-	6,  // 21: microlet.types.v1.ContainerStats.rootfs:type_name -> microlet.types.v1.FsStats
-	6,  // 22: microlet.types.v1.ContainerStats.logs:type_name -> microlet.types.v1.FsStats
-	5,  // 23: microlet.types.v1.ContainerStats.swap:type_name -> microlet.types.v1.SwapStats
-	6,  // 24: microlet.types.v1.VolumeStats.fs:type_name -> microlet.types.v1.FsStats
-	15, // 25: microlet.types.v1.VolumeStats.pvc_ref:type_name -> microlet.types.v1.PVCReference
-	13, // 26: microlet.types.v1.PodStats.pod_ref:type_name -> microlet.types.v1.PodReference
-	19, // 27: microlet.types.v1.PodStats.start_time:type_name -> google.protobuf.Timestamp
-	12, // 28: microlet.types.v1.PodStats.containers:type_name -> microlet.types.v1.ContainerStats
-	2,  // 29: microlet.types.v1.PodStats.cpu:type_name -> microlet.types.v1.CPUStats
-	3,  // 30: microlet.types.v1.PodStats.memory:type_name -> microlet.types.v1.MemoryStats
-	4,  // 31: microlet.types.v1.PodStats.io:type_name -> microlet.types.v1.IOStats
-	8,  // 32: microlet.types.v1.PodStats.network:type_name -> microlet.types.v1.NetworkStats
-	14, // 33: microlet.types.v1.PodStats.volume_stats:type_name -> microlet.types.v1.VolumeStats
-	6,  // 34: microlet.types.v1.PodStats.ephemeral_storage:type_name -> microlet.types.v1.FsStats
-	16, // 35: microlet.types.v1.PodStats.process_stats:type_name -> microlet.types.v1.ProcessStats
-	5,  // 36: microlet.types.v1.PodStats.swap:type_name -> microlet.types.v1.SwapStats
-	12, // 37: microlet.types.v1.NodeStats.system_containers:type_name -> microlet.types.v1.ContainerStats
-	19, // 38: microlet.types.v1.NodeStats.start_time:type_name -> google.protobuf.Timestamp
-	2,  // 39: microlet.types.v1.NodeStats.cpu:type_name -> microlet.types.v1.CPUStats
-	3,  // 40: microlet.types.v1.NodeStats.memory:type_name -> microlet.types.v1.MemoryStats
-	4,  // 41: microlet.types.v1.NodeStats.io:type_name -> microlet.types.v1.IOStats
-	8,  // 42: microlet.types.v1.NodeStats.network:type_name -> microlet.types.v1.NetworkStats
-	6,  // 43: microlet.types.v1.NodeStats.fs:type_name -> microlet.types.v1.FsStats
-	10, // 44: microlet.types.v1.NodeStats.runtime:type_name -> microlet.types.v1.RuntimeStats
-	9,  // 45: microlet.types.v1.NodeStats.rlimit:type_name -> microlet.types.v1.RlimitStats
-	5,  // 46: microlet.types.v1.NodeStats.swap:type_name -> microlet.types.v1.SwapStats
-	47, // [47:47] is the sub-list for method output_type
-	47, // [47:47] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	5,  // 8: microlet.types.v1.IOStats.devices:type_name -> microlet.types.v1.DeviceIOStats
+	20, // 9: microlet.types.v1.SwapStats.time:type_name -> google.protobuf.Timestamp
+	20, // 10: microlet.types.v1.FsStats.time:type_name -> google.protobuf.Timestamp
+	20, // 11: microlet.types.v1.NetworkStats.time:type_name -> google.protobuf.Timestamp
+	8,  // 12: microlet.types.v1.NetworkStats.default_interface:type_name -> microlet.types.v1.InterfaceStats
+	8,  // 13: microlet.types.v1.NetworkStats.interfaces:type_name -> microlet.types.v1.InterfaceStats
+	20, // 14: microlet.types.v1.RlimitStats.time:type_name -> google.protobuf.Timestamp
+	7,  // 15: microlet.types.v1.RuntimeStats.image_fs:type_name -> microlet.types.v1.FsStats
+	7,  // 16: microlet.types.v1.RuntimeStats.container_fs:type_name -> microlet.types.v1.FsStats
+	20, // 17: microlet.types.v1.ContainerStats.start_time:type_name -> google.protobuf.Timestamp
+	2,  // 18: microlet.types.v1.ContainerStats.cpu:type_name -> microlet.types.v1.CPUStats
+	3,  // 19: microlet.types.v1.ContainerStats.memory:type_name -> microlet.types.v1.MemoryStats
+	4,  // 20: microlet.types.v1.ContainerStats.io:type_name -> microlet.types.v1.IOStats
+	12, // 21: microlet.types.v1.ContainerStats.accelerators:type_name -> microlet.types.v1.AcceleratorStats
+	7,  // 22: microlet.types.v1.ContainerStats.rootfs:type_name -> microlet.types.v1.FsStats
+	7,  // 23: microlet.types.v1.ContainerStats.logs:type_name -> microlet.types.v1.FsStats
+	6,  // 24: microlet.types.v1.ContainerStats.swap:type_name -> microlet.types.v1.SwapStats
+	7,  // 25: microlet.types.v1.VolumeStats.fs:type_name -> microlet.types.v1.FsStats
+	16, // 26: microlet.types.v1.VolumeStats.pvc_ref:type_name -> microlet.types.v1.PVCReference
+	14, // 27: microlet.types.v1.PodStats.pod_ref:type_name -> microlet.types.v1.PodReference
+	20, // 28: microlet.types.v1.PodStats.start_time:type_name -> google.protobuf.Timestamp
+	13, // 29: microlet.types.v1.PodStats.containers:type_name -> microlet.types.v1.ContainerStats
+	2,  // 30: microlet.types.v1.PodStats.cpu:type_name -> microlet.types.v1.CPUStats
+	3,  // 31: microlet.types.v1.PodStats.memory:type_name -> microlet.types.v1.MemoryStats
+	4,  // 32: microlet.types.v1.PodStats.io:type_name -> microlet.types.v1.IOStats
+	9,  // 33: microlet.types.v1.PodStats.network:type_name -> microlet.types.v1.NetworkStats
+	15, // 34: microlet.types.v1.PodStats.volume_stats:type_name -> microlet.types.v1.VolumeStats
+	7,  // 35: microlet.types.v1.PodStats.ephemeral_storage:type_name -> microlet.types.v1.FsStats
+	17, // 36: microlet.types.v1.PodStats.process_stats:type_name -> microlet.types.v1.ProcessStats
+	6,  // 37: microlet.types.v1.PodStats.swap:type_name -> microlet.types.v1.SwapStats
+	13, // 38: microlet.types.v1.NodeStats.system_containers:type_name -> microlet.types.v1.ContainerStats
+	20, // 39: microlet.types.v1.NodeStats.start_time:type_name -> google.protobuf.Timestamp
+	2,  // 40: microlet.types.v1.NodeStats.cpu:type_name -> microlet.types.v1.CPUStats
+	3,  // 41: microlet.types.v1.NodeStats.memory:type_name -> microlet.types.v1.MemoryStats
+	4,  // 42: microlet.types.v1.NodeStats.io:type_name -> microlet.types.v1.IOStats
+	9,  // 43: microlet.types.v1.NodeStats.network:type_name -> microlet.types.v1.NetworkStats
+	7,  // 44: microlet.types.v1.NodeStats.fs:type_name -> microlet.types.v1.FsStats
+	11, // 45: microlet.types.v1.NodeStats.runtime:type_name -> microlet.types.v1.RuntimeStats
+	10, // 46: microlet.types.v1.NodeStats.rlimit:type_name -> microlet.types.v1.RlimitStats
+	6,  // 47: microlet.types.v1.NodeStats.swap:type_name -> microlet.types.v1.SwapStats
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_microlet_types_v1_stats_proto_init() }
@@ -1695,15 +1904,16 @@ func file_microlet_types_v1_stats_proto_init() {
 	file_microlet_types_v1_stats_proto_msgTypes[5].OneofWrappers = []any{}
 	file_microlet_types_v1_stats_proto_msgTypes[6].OneofWrappers = []any{}
 	file_microlet_types_v1_stats_proto_msgTypes[7].OneofWrappers = []any{}
-	file_microlet_types_v1_stats_proto_msgTypes[9].OneofWrappers = []any{}
-	file_microlet_types_v1_stats_proto_msgTypes[16].OneofWrappers = []any{}
+	file_microlet_types_v1_stats_proto_msgTypes[8].OneofWrappers = []any{}
+	file_microlet_types_v1_stats_proto_msgTypes[10].OneofWrappers = []any{}
+	file_microlet_types_v1_stats_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_microlet_types_v1_stats_proto_rawDesc), len(file_microlet_types_v1_stats_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
