@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,8 +40,9 @@ import (
 
 // batchSizes are the numbers of pods started and stopped at once: 100 is
 // where an agent's per-pod costs show (issue 18); the kubelet's default
-// maxPods is 110.
-var batchSizes = []int{10, 30, 100}
+// maxPods is 110. BENCH_SIZES (comma-separated) times others, 110 say, or
+// only one size for a quick look.
+var batchSizes = envInts("BENCH_SIZES", []int{10, 30, 100})
 
 // runs is how many times each batch is timed; the median is reported.
 // Nine: on a VM the same start of 10 pods varies by ±20% from one run to
@@ -255,6 +257,25 @@ func report(b *testing.B, all map[string]*figures) {
 			metric(f.millicores/kubelet.millicores, "idle-cpu-x-kubelet")
 		}
 	}
+}
+
+// envInts is the comma-separated whole numbers in the environment
+// variable key, or def when it is unset; anything else stops the
+// benchmark before it starts.
+func envInts(key string, def []int) []int {
+	v, ok := os.LookupEnv(key)
+	if !ok {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			panic(fmt.Sprintf("%s=%q: want whole numbers of at least 1, separated by commas", key, v))
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func ratio(a, b time.Duration) float64 { return a.Seconds() / b.Seconds() }
