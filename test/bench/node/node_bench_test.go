@@ -150,6 +150,11 @@ func (c contender) startStop(b *testing.B, size, run int) {
 	})
 	time.Sleep(settle)
 	c.stops[size] = append(c.stops[size], timed(b, rt, 0, c.sys.stopper, pods))
+	use := c.startCPU[size][len(c.startCPU[size])-1]
+	// Logged as it is measured, so that a run cut short still says what it measured.
+	b.Logf("%s, %d pods, run %d: start %v (CPU: runtime %v, agent %v, machine %v), stop %v", c.system, size, run,
+		c.starts[size][len(c.starts[size])-1].Round(time.Millisecond), use.runtime, use.agent, use.machine,
+		c.stops[size][len(c.stops[size])-1].Round(time.Millisecond))
 	if err := waitNoPods(context.Background(), rt); err != nil {
 		b.Fatalf("%s: %v", c.system, err)
 	}
@@ -189,6 +194,7 @@ func (c contender) usage(b *testing.B) {
 	// Run number runs: the timed batches used 0 to runs-1, and names are
 	// never reused.
 	pods := newBatch(usagePods, runs)
+	b.Logf("%s: starting %d pods to read its memory and idle CPU", c.system, usagePods)
 	timed(b, rt, usagePods, c.sys.starter, pods)
 	time.Sleep(usageIdle)
 	if c.memory, err = readMemory(pids); err != nil {
