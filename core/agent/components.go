@@ -32,7 +32,12 @@ func (a *Agent) configured(kind pluginhost.Kind) bool {
 // cgroupAdmitter admits pods by the cgroup plugin's resource fit.
 type cgroupAdmitter struct{ m *cgroup.Manager }
 
+var _ syncloop.PureAdmitter = cgroupAdmitter{}
+
 func (c cgroupAdmitter) Name() string { return string(pluginhost.Cgroup) }
+
+// Pure unless the CPU manager's static policy allocates CPUs at admission.
+func (c cgroupAdmitter) Pure() bool { return !c.m.AllocatesCPUs() }
 
 func (c cgroupAdmitter) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) syncloop.Admission {
 	d, err := c.m.Admit(ctx, pod, admitted)

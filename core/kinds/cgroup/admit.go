@@ -29,6 +29,11 @@ type Decision struct {
 	Message string
 }
 
+// AllocatesCPUs reports whether admission allocates CPUs (the CPU
+// manager's static policy), so that the order pods are admitted in
+// matters beyond the verdicts.
+func (m *Manager) AllocatesCPUs() bool { return m.cpu != nil }
+
 // Admit asks the plugin whether pod fits next to the admitted pods (those
 // not yet terminated, pod excluded). An error wrapping
 // pluginhost.ErrUnavailable means neither yes nor no: the plugin does not
