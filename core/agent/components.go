@@ -33,10 +33,29 @@ func (a *Agent) configured(kind pluginhost.Kind) bool {
 // cgroupAdmitter admits pods by the cgroup plugin's resource fit.
 type cgroupAdmitter struct{ m *cgroup.Manager }
 
+var _ syncloop.PureAdmitter = cgroupAdmitter{}
+
 func (c cgroupAdmitter) Name() string { return string(pluginhost.Cgroup) }
 
+// Pure: the fit changes nothing; the CPUs are cpuAdmitter's.
+func (c cgroupAdmitter) Pure() bool { return true }
+
 func (c cgroupAdmitter) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) syncloop.Admission {
-	d, err := c.m.Admit(ctx, pod, admitted)
+	return cgroupVerdict(c.m.Fit(ctx, pod, admitted))
+}
+
+// cpuAdmitter gives a pod that fits its CPUs from the CPU manager (the
+// cgroup plugin's AllocateCPUs), in admission order.
+type cpuAdmitter struct{ m *cgroup.Manager }
+
+func (c cpuAdmitter) Name() string { return "cpu-manager" }
+
+func (c cpuAdmitter) Admit(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod) syncloop.Admission {
+	return cgroupVerdict(c.m.AllocateCPUs(ctx, pod, admitted))
+}
+
+// cgroupVerdict is the cgroup manager's decision as the sync loop takes it.
+func cgroupVerdict(d cgroup.Decision, err error) syncloop.Admission {
 	if err != nil {
 		// The manager answers errors only for "ask again later".
 		return syncloop.Admission{Retry: true, Message: err.Error()}

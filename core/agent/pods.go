@@ -209,7 +209,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 		Reasons:      reasons,
 		Generator:    generator,
 		Health:       p.health,
-		Admitters:    append(admitters, cgroupAdmitter{p.cgroups}, p.devices), // devices last: it allocates
+		Admitters:    append(admitters, cgroupAdmitter{p.cgroups}, cpuAdmitter{p.cgroups}, p.devices), // devices last: it allocates
 		Releasers:    []syncloop.Releaser{cgroupReleaser{p.cgroups}, p.devices, resizes},
 		Resizes:      resizes,
 		Allocatable:  p.cgroups.Allocatable,

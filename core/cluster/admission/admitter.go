@@ -21,10 +21,13 @@ type Admitter struct {
 	Initial *v1.Node
 }
 
-var _ syncloop.Admitter = (*Admitter)(nil)
+var _ syncloop.PureAdmitter = (*Admitter)(nil)
 
 // Name names the admitter in logs.
 func (a *Admitter) Name() string { return "predicates" }
+
+// Pure: the predicates only read the pod, the admitted pods and the Node.
+func (a *Admitter) Pure() bool { return true }
 
 // Admit runs the predicates.
 func (a *Admitter) Admit(_ context.Context, pod *v1.Pod, admitted []*v1.Pod) syncloop.Admission {

@@ -2,16 +2,24 @@ package podstatus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
@@ -197,5 +205,61 @@ func TestSyncerRetriesAfterTheAPIServerFailed(t *testing.T) {
 	}
 	if got, _ := f.get("web"); got.Status.Phase != v1.PodRunning {
 		t.Fatalf("phase %s once the API server is back, want Running", got.Status.Phase)
+	}
+}
+
+func TestSyncerWritesSeveralPodsAtOnce(t *testing.T) {
+	// The API server answers a status patch only once two are in flight:
+	// a syncer writing one pod at a time gets errors.
+	var (
+		mu       sync.Mutex
+		inFlight int
+		both     = make(chan struct{})
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, ok := strings.CutPrefix(r.URL.Path, "/api/v1/namespaces/ns/pods/")
+		if r.Method != http.MethodPatch || !ok {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		if inFlight++; inFlight == 2 {
+			close(both)
+		}
+		mu.Unlock()
+		select {
+		case <-both:
+		case <-time.After(5 * time.Second):
+			http.Error(w, "no other write came while this one waited", http.StatusServiceUnavailable)
+			return
+		}
+		name = strings.TrimSuffix(name, "/status")
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name), ResourceVersion: "2"}})
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	web, db := pod("web", "web"), pod("db", "db")
+	for _, p := range []*v1.Pod{web, db} {
+		if err := indexer.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := New(Options{Client: client, Pods: corelisters.NewPodLister(indexer), HasSynced: func() bool { return true },
+		CouldHaveRunningContainers: func(types.UID) bool { return true },
+		Outage:                     apiclient.NewOutage(hclog.NewNullLogger(), "writing pod statuses")})
+	running := v1.PodStatus{Phase: v1.PodRunning}
+	if err := s.syncBatch(context.Background(), []status.VersionedPodStatus{versioned(web, 1, running), versioned(db, 1, running)}); err != nil {
+		t.Fatalf("syncBatch: %v", err)
+	}
+	for _, p := range []*v1.Pod{web, db} {
+		if w, ok := s.lastWritten(p.UID); !ok || w.version != 1 || w.resourceVersion != "2" {
+			t.Errorf("pod %s: written %+v, %t; want version 1 at resourceVersion 2", p.Name, w, ok)
+		}
 	}
 }

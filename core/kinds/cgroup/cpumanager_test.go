@@ -181,3 +181,30 @@ func TestCPUCheckpointChecksumIsUpstreams(t *testing.T) {
 		}
 	}
 }
+
+func TestFitAllocatesNothing(t *testing.T) {
+	plugin := servePlanner(t, map[string]any{"cpu_manager_policy": "static", "reserved_system_cpus": "0"})
+	m, err := New(Options{Plugin: plugin, Capacity: testCapacity(), Cgroups: fakeV2Tree(t, "/kubepods", "/kubepods/burstable", "/kubepods/besteffort"),
+		RootDir: t.TempDir(), Runtime: &fakeRuntime{updates: map[string]string{}}, SysFS: fakeSysfs(t, "0-1", 2), Logger: testLogger(t, &logBuffer{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	g := guaranteed("g", "1", "100Mi")
+	// The fit alone, asked twice (as for pods asked about at once), hands
+	// out no CPU.
+	for range 2 {
+		if d, err := m.Fit(ctx, g, nil); err != nil || !d.Admit {
+			t.Fatalf("Fit of the Guaranteed pod: %+v, %v", d, err)
+		}
+	}
+	if got := len(m.cpu.state.assigned); got != 0 {
+		t.Fatalf("Fit assigned CPUs to %d pods, want none", got)
+	}
+	if d, err := m.AllocateCPUs(ctx, g, nil); err != nil || !d.Admit {
+		t.Fatalf("AllocateCPUs: %+v, %v", d, err)
+	}
+	if set := m.cpu.state.assigned["g"]["c0"]; set.String() != "1" {
+		t.Fatalf("after AllocateCPUs the container holds %q, want CPU 1", set.String())
+	}
+}

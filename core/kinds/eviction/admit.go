@@ -15,10 +15,13 @@ import (
 )
 
 // The manager admits pods under node pressure: it is a syncloop.Admitter.
-var _ syncloop.Admitter = (*Manager)(nil)
+var _ syncloop.PureAdmitter = (*Manager)(nil)
 
 // Name names the admitter in the sync loop's logs.
 func (m *Manager) Name() string { return string(pluginhost.Eviction) }
+
+// Pure: the verdict only reads the pod and the node's pressure conditions.
+func (m *Manager) Pure() bool { return true }
 
 // Admit decides whether a new pod may start under the node's current
 // pressure conditions (upstream eviction manager Admit). Critical pods are

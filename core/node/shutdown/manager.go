@@ -104,6 +104,11 @@ func (m *Manager) ShuttingDown() error {
 // Name is the admitter's name.
 func (m *Manager) Name() string { return "node-shutdown" }
 
+var _ syncloop.PureAdmitter = (*Manager)(nil)
+
+// Pure: admitting a pod changes nothing here.
+func (m *Manager) Pure() bool { return true }
+
 // Admit refuses every new pod while the node shuts down, with upstream's
 // reason and message.
 func (m *Manager) Admit(context.Context, *v1.Pod, []*v1.Pod) syncloop.Admission {

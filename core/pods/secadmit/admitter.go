@@ -50,10 +50,13 @@ type Admitter struct {
 	Runtime  Runtime
 }
 
-var _ syncloop.Admitter = (*Admitter)(nil)
+var _ syncloop.PureAdmitter = (*Admitter)(nil)
 
 // Name names the admitter in logs.
 func (a *Admitter) Name() string { return "security" }
+
+// Pure: the checks only read the pod, the node's settings and the runtime's status.
+func (a *Admitter) Pure() bool { return true }
 
 // Admit checks sysctls, AppArmor, then what the runtime supports, in the
 // kubelet's order of admit handlers. Until the runtime's status is known

@@ -34,7 +34,7 @@ func (l *Loop) housekeeping(ctx context.Context) {
 	}()
 
 	for _, pod := range l.pending.all() {
-		l.admitAndStart(ctx, pod)
+		l.admitAndStart(ctx, pod, nil)
 	}
 	l.retryDeferredResizes(ctx)
 	desired := l.desired.all() // the loop's own: it cannot change meanwhile

@@ -239,9 +239,10 @@ func (l *Loop) handleUpdate(ctx context.Context, update podconfig.PodUpdate) {
 	switch update.Op {
 	case podconfig.OpAdd:
 		sortByCreation(update.Pods)
+		speculated := l.speculate(ctx, update.Pods)
 		for _, pod := range update.Pods {
 			l.desired.set(pod)
-			l.admitAndStart(ctx, pod)
+			l.admitAndStart(ctx, pod, speculated[pod.UID])
 		}
 	case podconfig.OpUpdate, podconfig.OpDelete, podconfig.OpReconcile:
 		for _, pod := range update.Pods {
@@ -274,8 +275,9 @@ func (l *Loop) handleUpdate(ctx context.Context, update podconfig.PodUpdate) {
 }
 
 // admitAndStart admits a new pod and hands it to the workers, or records
-// why it was refused, or parks it while an admitter cannot decide.
-func (l *Loop) admitAndStart(ctx context.Context, pod *v1.Pod) {
+// why it was refused, or parks it while an admitter cannot decide; s, when
+// not nil, is what the pure admitters were found to say (speculate).
+func (l *Loop) admitAndStart(ctx context.Context, pod *v1.Pod, s *speculation) {
 	if l.workers.IsPodKnownTerminated(pod.UID) {
 		return
 	}
@@ -286,7 +288,7 @@ func (l *Loop) admitAndStart(ctx context.Context, pod *v1.Pod) {
 		l.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.Create, Pod: pod, StartTime: time.Now()})
 		return
 	}
-	verdict, by := admit(ctx, l.opts.Admitters, pod, l.admittedPods(pod.UID))
+	verdict, by := l.admitWith(ctx, pod, l.admittedPods(pod.UID), s)
 	switch {
 	case verdict.Admit:
 		l.pending.remove(pod.UID)

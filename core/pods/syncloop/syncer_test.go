@@ -192,3 +192,40 @@ func TestPodsWithStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestSyncPodRecordsTheStatusOfTheContainersItStarted(t *testing.T) {
+	h := newHarness(t, 0)
+	pod := h.newPod("web", v1.RestartPolicyAlways)
+	if _, err := h.loop.SyncPod(h.ctx, podworkers.Sync, pod, &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}); err != nil {
+		t.Fatal(err)
+	}
+	// Not left to the next relist: the status says Running as SyncPod
+	// returns.
+	st, ok := h.status(pod)
+	if !ok || st.Phase != v1.PodRunning {
+		t.Fatalf("phase after the sync that started the pod's container: %q, want Running", st.Phase)
+	}
+	if len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].State.Running == nil {
+		t.Errorf("container statuses %+v, want app running", st.ContainerStatuses)
+	}
+	cached, err := h.loop.opts.Cache.Get(pod.UID)
+	if err != nil || len(cached.RunningContainers()) != 1 {
+		t.Errorf("runtime cache after the sync: %+v, %v; want the container read back", cached, err)
+	}
+}
+
+func TestSyncPodThatStartsNothingReadsNothingBack(t *testing.T) {
+	h := newHarness(t, 0)
+	pod := h.newPod("web", v1.RestartPolicyAlways)
+	h.runtime.run(pod.UID, pod.Name, "app") // the runtime has it, the sync's status does not
+	h.runtime.syncResult = func(*v1.Pod) *podruntime.SyncResult {
+		return &podruntime.SyncResult{Steps: []podruntime.StepResult{{Action: podruntime.ActionStartContainer, Target: "app",
+			Err: fmt.Errorf("%w: no such file", podruntime.ErrRunContainer), Reason: podruntime.ReasonRunContainerError}}}
+	}
+	if _, err := h.loop.SyncPod(h.ctx, podworkers.Sync, pod, &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}); err == nil {
+		t.Fatal("SyncPod of a failed start: no error")
+	}
+	if st, _ := h.status(pod); st.Phase != v1.PodPending {
+		t.Errorf("phase %q after a sync that started nothing, want Pending: the status is the one the sync began with", st.Phase)
+	}
+}

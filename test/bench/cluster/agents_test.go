@@ -3,16 +3,33 @@
 package clusterbench
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/procfs"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/microlet/microlet/internal/devcluster"
 	"github.com/microlet/microlet/internal/devnode"
 	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
 )
+
+// evictionHard (CLUSTER_BENCH_EVICTION_HARD, comma-separated, say
+// "memory.available<100Mi,nodefs.available<5%,imagefs.available<5%")
+// replaces both agents' hard eviction thresholds: on a shared machine
+// whose disk is nearly full the defaults (imagefs.available<15%) put both
+// nodes under DiskPressure, and every API pod is rejected. Unset: the
+// agents' defaults.
+var evictionHard = func() []string {
+	if v := os.Getenv("CLUSTER_BENCH_EVICTION_HARD"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return nil
+}()
 
 // agent is a node agent joined to the benchmark's control plane, on a
 // containerd of its own.
@@ -40,7 +57,20 @@ func startMicrolet(b *testing.B, c *devcluster.Cluster, name string) *agent {
 	if err := devnode.DropFromPageCache(bins...); err != nil {
 		b.Fatal(err)
 	}
-	n := pressuree2e.Start(b, pressuree2e.Options{NodeName: name, Settings: settings})
+	opts := pressuree2e.Options{NodeName: name, Settings: settings}
+	if evictionHard != nil {
+		quoted := make([]string, len(evictionHard))
+		for i, t := range evictionHard {
+			quoted[i] = strconv.Quote(t)
+		}
+		for _, p := range pressuree2e.DefaultPlugins() {
+			if p.Kind == "eviction" {
+				p.Body = "hard = [" + strings.Join(quoted, ", ") + "]"
+			}
+			opts.Plugins = append(opts.Plugins, p)
+		}
+	}
+	n := pressuree2e.Start(b, opts)
 	return &agent{name: "microlet", node: name, processes: func() []int {
 		pids := []int{n.CorePID()}
 		for pid := range n.PluginProcesses() {
@@ -70,6 +100,16 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name string) *agent {
 	k := devnode.StartKubeletT(b, n, 10*time.Minute, devnode.KubeletOptions{
 		Binary: binary,
 		Args:   []string{"--kubeconfig=" + kubeconfig, "--hostname-override=" + name, "--node-ip=127.0.0.1"},
+		Configure: func(c *kubeletconfig.KubeletConfiguration) {
+			if evictionHard == nil {
+				return
+			}
+			c.EvictionHard = map[string]string{}
+			for _, t := range evictionHard {
+				signal, value, _ := strings.Cut(t, "<")
+				c.EvictionHard[signal] = value
+			}
+		},
 	})
 	b.Logf("kubelet: pid %d, log %s", k.PID, k.LogPath)
 	return &agent{name: "kubelet", node: name, processes: func() []int { return []int{k.PID} }}

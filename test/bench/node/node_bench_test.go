@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,8 +43,9 @@ import (
 
 // batchSizes are the numbers of pods started and stopped at once: 100 is
 // where an agent's per-pod costs show (issue 18); the kubelet's default
-// maxPods is 110.
-var batchSizes = []int{10, 30, 100}
+// maxPods is 110. BENCH_SIZES (comma-separated) times others, 110 say, or
+// only one size for a quick look.
+var batchSizes = envInts("BENCH_SIZES", []int{10, 30, 100})
 
 // runs is how many times each batch is timed; the median is reported.
 // Nine: on a VM the same start of 10 pods varies by ±20% from one run to
@@ -151,6 +153,11 @@ func (c contender) startStop(b *testing.B, size, run int) {
 	})
 	time.Sleep(settle)
 	c.stops[size] = append(c.stops[size], timed(b, rt, 0, c.sys.stopper, pods))
+	use := c.startCPU[size][len(c.startCPU[size])-1]
+	// Logged as it is measured, so that a run cut short still says what it measured.
+	b.Logf("%s, %d pods, run %d: start %v (CPU: runtime %v, agent %v, machine %v), stop %v", c.system, size, run,
+		c.starts[size][len(c.starts[size])-1].Round(time.Millisecond), use.runtime, use.agent, use.machine,
+		c.stops[size][len(c.stops[size])-1].Round(time.Millisecond))
 	if err := waitNoPods(context.Background(), rt); err != nil {
 		b.Fatalf("%s: %v", c.system, err)
 	}
@@ -190,6 +197,7 @@ func (c contender) usage(b *testing.B) {
 	// Run number runs: the timed batches used 0 to runs-1, and names are
 	// never reused.
 	pods := newBatch(usagePods, runs)
+	b.Logf("%s: starting %d pods to read its memory and idle CPU", c.system, usagePods)
 	timed(b, rt, usagePods, c.sys.starter, pods)
 	time.Sleep(usageIdle)
 	if c.memory, err = readMemory(pids); err != nil {
@@ -258,6 +266,25 @@ func report(b *testing.B, all map[string]*figures) {
 			metric(f.millicores/kubelet.millicores, "idle-cpu-x-kubelet")
 		}
 	}
+}
+
+// envInts is the comma-separated whole numbers in the environment
+// variable key, or def when it is unset; anything else stops the
+// benchmark before it starts.
+func envInts(key string, def []int) []int {
+	v, ok := os.LookupEnv(key)
+	if !ok {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			panic(fmt.Sprintf("%s=%q: want whole numbers of at least 1, separated by commas", key, v))
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func ratio(a, b time.Duration) float64 { return a.Seconds() / b.Seconds() }
