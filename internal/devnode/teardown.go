@@ -162,7 +162,7 @@ func (n *Node) removePodSandboxes(ctx context.Context) error {
 		}
 	}
 	for _, s := range resp.GetItems() {
-		if _, err := n.runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.GetId()}); err != nil {
+		if err := n.removePodSandbox(ctx, s.GetId()); err != nil {
 			errs = append(errs, fmt.Errorf("remove sandbox %s (%s): %w", s.GetId(), s.GetMetadata().GetName(), err))
 		}
 	}
@@ -173,9 +173,28 @@ func (n *Node) removePodSandboxes(ctx context.Context) error {
 // is exiting as the node closes fails with "ttrpc: closed", and a second
 // stop finds it stopped.
 func (n *Node) stopPodSandbox(ctx context.Context, id string) error {
+	return tryAgain(ctx, 3, func() error {
+		_, err := n.runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
+		return err
+	})
+}
+
+// removePodSandbox removes a stopped sandbox, trying again for 5 s: a
+// container whose start was under way when the agent was stopped stays
+// "in starting state" until containerd's own start call returns, and
+// cannot be removed until then.
+func (n *Node) removePodSandbox(ctx context.Context, id string) error {
+	return tryAgain(ctx, 10, func() error {
+		_, err := n.runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
+		return err
+	})
+}
+
+// tryAgain calls fn up to tries times, 500 ms apart, until it succeeds.
+func tryAgain(ctx context.Context, tries int, fn func() error) error {
 	var err error
-	for range 3 {
-		if _, err = n.runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err == nil {
+	for range tries {
+		if err = fn(); err == nil {
 			return nil
 		}
 		select {
