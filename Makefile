@@ -107,9 +107,13 @@ kube-tools:
 
 # End-to-end tests run on real containerd, runc and CNI (internal/devnode),
 # and need root. Packages run in parallel; so do independent cases inside them.
+# Then, alone, the test that runs the whole machine out of memory (a real
+# system OOM; tag systemoom): any test beside it would see its node short
+# of memory.
 E2E_PKGS ?= ./test/e2e/... ./internal/... ./core/pods/podruntime/ ./core/pods/pleg/ ./core/node/shutdown/
 test-e2e: build kube-tools
 	E2E_BIN_DIR=$(OUT) $(GO) test -count=1 -tags e2e -timeout 25m $(E2E_PKGS)
+	E2E_BIN_DIR=$(OUT) $(GO) test -count=1 -tags 'e2e systemoom' -timeout 10m -run '^TestSystemOOMEvent$$' ./test/e2e/cluster/
 
 bench: build kube-tools
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -tags e2e -timeout 60m ./test/bench/...
