@@ -30,7 +30,7 @@ func (c *Cgroups) readV1(path string) (summary.CgroupSample, error) {
 	if out.CPUUsageNanos, err = optional(readUint(filepath.Join(c.cpuacct, path, "cpuacct.usage"))); err != nil {
 		return out, err
 	}
-	if out.CFS, out.DiskIO, err = c.cfsAndIO(path); err != nil {
+	if out.CFS, out.DiskIO, err = c.cfsAndIO(path, nil); err != nil {
 		return out, err
 	}
 	usage, err := optional(readUint(filepath.Join(memoryDir, "memory.usage_in_bytes")))

@@ -28,7 +28,7 @@ func (c *Cgroups) readV2(path string) (summary.CgroupSample, error) {
 		return summary.CgroupSample{}, err
 	}
 	out := summary.CgroupSample{Time: time.Now()}
-	cpu, err := optional(readKeyValues(filepath.Join(dir, "cpu.stat"), v2UsageUsec))
+	cpu, err := optional(readKeyValues(filepath.Join(dir, "cpu.stat"), v2UsageUsec, cfsPeriods, cfsThrottled))
 	if err != nil {
 		return out, err
 	}
@@ -37,7 +37,11 @@ func (c *Cgroups) readV2(path string) (summary.CgroupSample, error) {
 			out.CPUUsageNanos = ptr(usec * 1000)
 		}
 	}
-	if out.CFS, out.DiskIO, err = c.cfsAndIO(path); err != nil {
+	var cpuStat map[string]uint64
+	if cpu != nil {
+		cpuStat = *cpu
+	}
+	if out.CFS, out.DiskIO, err = c.cfsAndIO(path, cpuStat); err != nil {
 		return out, err
 	}
 	if out.Memory, err = memoryV2(dir); err != nil {
