@@ -1,7 +1,9 @@
 package collect
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -55,6 +57,9 @@ func (p *Proc) diskstats() (map[[2]uint32][2]uint64, error) {
 		return nil, err
 	}
 	stats, err := disks.ProcDiskstats()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: expected \"<major> <minor> <name> <reads> <merged> <sectors> <ms> <writes> ...\" per line: %w", path, err)
 	}
