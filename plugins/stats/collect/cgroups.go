@@ -82,12 +82,14 @@ func (c *Cgroups) Version() int {
 
 // Read reads the accounting of the cgroup at path (relative to the
 // hierarchy's root, "/kubepods/besteffort/pod<uid>"). An error wraps
-// fs.ErrNotExist when the cgroup does not exist.
-func (c *Cgroups) Read(path string) (summary.CgroupSample, error) {
+// fs.ErrNotExist when the cgroup does not exist. Its CFS periods and block
+// I/O, which only /metrics/cadvisor exports, are read with counters alone:
+// a cpu-and-memory summary has no use for them.
+func (c *Cgroups) Read(path string, counters bool) (summary.CgroupSample, error) {
 	if c.v2 {
-		return c.readV2(path)
+		return c.readV2(path, counters)
 	}
-	return c.readV1(path)
+	return c.readV1(path, counters)
 }
 
 // Created is when the cgroup at path was made, as cadvisor takes it: the

@@ -41,15 +41,17 @@ func (c *Cgroups) Counters(path string) (summary.CgroupCounters, error) {
 			out.Cache = &v
 		}
 	}
-	out.CFS, out.DiskIO, err = c.cfsAndIO(path)
+	out.CFS, out.DiskIO, err = c.cfsAndIO(path, nil)
 	return out, err
 }
 
-// cfsAndIO reads the CFS periods and block I/O of the cgroup at path.
-func (c *Cgroups) cfsAndIO(path string) (*summary.CFSSample, []*typesv1.DeviceIOStats, error) {
+// cfsAndIO reads the CFS periods and block I/O of the cgroup at path. On
+// v2, cpuStat is its cpu.stat when the caller read it already (with the
+// CFS keys), so that the file is read once; nil reads it.
+func (c *Cgroups) cfsAndIO(path string, cpuStat map[string]uint64) (*summary.CFSSample, []*typesv1.DeviceIOStats, error) {
 	if c.v2 {
 		dir := filepath.Join(c.root, path)
-		cfs, err := cfsV2(dir)
+		cfs, err := readCFS(dir, "cpu.max", cpuStat, "max")
 		if err != nil {
 			return nil, nil, err
 		}
@@ -60,7 +62,7 @@ func (c *Cgroups) cfsAndIO(path string) (*summary.CFSSample, []*typesv1.DeviceIO
 	var io []*typesv1.DeviceIOStats
 	var err error
 	if c.cpu != "" {
-		if cfs, err = cfsV1(filepath.Join(c.cpu, path)); err != nil {
+		if cfs, err = readCFS(filepath.Join(c.cpu, path), "cpu.cfs_quota_us", nil, "-1", "0"); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -70,42 +72,26 @@ func (c *Cgroups) cfsAndIO(path string) (*summary.CFSSample, []*typesv1.DeviceIO
 	return cfs, io, err
 }
 
-// cfsV1 reads a v1 cpu cgroup's CFS periods; nil when it has no quota
-// (cpu.cfs_quota_us -1), as cAdvisor exports them only for a cgroup with one.
-func cfsV1(dir string) (*summary.CFSSample, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cpu.cfs_quota_us"))
+// readCFS reads the CFS periods of the cgroup in dir; nil when it has no
+// quota, as cAdvisor exports them only for a cgroup with one: quotaFile
+// (v1 cpu.cfs_quota_us, v2 cpu.max "<quota> <period>") is missing (the cpu
+// controller is not enabled there) or its quota is one of none. stat is
+// the cgroup's cpu.stat if already read; nil reads it.
+func readCFS(dir, quotaFile string, stat map[string]uint64, none ...string) (*summary.CFSSample, error) {
+	b, err := os.ReadFile(filepath.Join(dir, quotaFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if quota := string(bytes.TrimSpace(b)); quota == "-1" || quota == "0" {
+	if quota, _, _ := strings.Cut(string(bytes.TrimSpace(b)), " "); slices.Contains(none, quota) {
 		return nil, nil
 	}
-	return cfsStat(dir)
-}
-
-// cfsV2 reads a v2 cgroup's CFS periods; nil when cpu.max sets no quota
-// ("max <period>") or the cpu controller is not enabled there.
-func cfsV2(dir string) (*summary.CFSSample, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cpu.max"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if quota, _, _ := strings.Cut(string(bytes.TrimSpace(b)), " "); quota == "max" {
-		return nil, nil
-	}
-	return cfsStat(dir)
-}
-
-func cfsStat(dir string) (*summary.CFSSample, error) {
-	stat, err := readKeyValues(filepath.Join(dir, "cpu.stat"), cfsPeriods, cfsThrottled)
-	if err != nil {
-		return nil, err
+	if stat == nil {
+		if stat, err = readKeyValues(filepath.Join(dir, "cpu.stat"), cfsPeriods, cfsThrottled); err != nil {
+			return nil, err
+		}
 	}
 	return &summary.CFSSample{Periods: stat[cfsPeriods], ThrottledPeriods: stat[cfsThrottled]}, nil
 }

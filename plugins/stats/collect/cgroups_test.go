@@ -245,7 +245,7 @@ func TestReadCgroup(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := openTree(t, tt.tree(t))
-			got, err := c.Read(tt.path)
+			got, err := c.Read(tt.path, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,6 +254,15 @@ func TestReadCgroup(t *testing.T) {
 			}
 			got.Time = tt.want.Time
 			assertSample(t, got, tt.want)
+
+			// A cpu-and-memory summary reads neither CFS periods nor block I/O.
+			lean, err := c.Read(tt.path, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tt.want
+			lean.Time, want.CFS, want.DiskIO = tt.want.Time, nil, nil
+			assertSample(t, lean, want)
 		})
 	}
 }
@@ -298,30 +307,30 @@ func TestReadCgroupErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Read("/kubepods/gone"); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := c.Read("/kubepods/gone", true); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("v%d: reading a missing cgroup: %v, want fs.ErrNotExist", c.Version(), err)
 		}
 	}
 	root := v2Tree(t)
 	writeTree(t, root, map[string]string{"bad/memory.current": "lots\n"})
 	c, _ := OpenCgroups(root)
-	if _, err := c.Read("/bad"); err == nil || !strings.Contains(err.Error(), `memory.current: expected an unsigned number, got "lots"`) {
+	if _, err := c.Read("/bad", true); err == nil || !strings.Contains(err.Error(), `memory.current: expected an unsigned number, got "lots"`) {
 		t.Errorf("a malformed control file: %v, want an error naming the file and the value", err)
 	}
 	writeTree(t, root, map[string]string{"badpsi/cpu.pressure": "some avg10=x\n"})
-	if _, err := c.Read("/badpsi"); err == nil || !strings.Contains(err.Error(), "cpu.pressure") {
+	if _, err := c.Read("/badpsi", true); err == nil || !strings.Contains(err.Error(), "cpu.pressure") {
 		t.Errorf("a malformed pressure file: %v, want an error naming it", err)
 	}
 	writeTree(t, root, map[string]string{"badio/io.stat": "sda rbytes=1\n", "badio2/io.stat": "8:0 rbytes=x\n"})
 	for _, path := range []string{"/badio", "/badio2"} {
-		if _, err := c.Read(path); err == nil || !strings.Contains(err.Error(), "io.stat") {
+		if _, err := c.Read(path, true); err == nil || !strings.Contains(err.Error(), "io.stat") {
 			t.Errorf("a malformed io.stat: %v, want an error naming it", err)
 		}
 	}
 	root1 := v1Tree(t)
 	writeTree(t, root1, map[string]string{"memory/bad/memory.stat": "", "blkio/bad/blkio.throttle.io_serviced_recursive": "8:0 Read many\n"})
 	c1, _ := OpenCgroups(root1)
-	if _, err := c1.Read("/bad"); err == nil || !strings.Contains(err.Error(), `blkio.throttle.io_serviced_recursive: expected "<major>:<minor> <op> <count>", got "8:0 Read many"`) {
+	if _, err := c1.Read("/bad", true); err == nil || !strings.Contains(err.Error(), `blkio.throttle.io_serviced_recursive: expected "<major>:<minor> <op> <count>", got "8:0 Read many"`) {
 		t.Errorf("a malformed blkio file: %v, want an error naming it and the line", err)
 	}
 }
@@ -332,7 +341,7 @@ func TestReadRootV2FromMeminfo(t *testing.T) {
 
 	root := v2Tree(t)
 	c, _ := OpenCgroups(root)
-	got, err := c.ReadRoot(meminfo)
+	got, err := c.ReadRoot(meminfo, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +354,7 @@ func TestReadRootV2FromMeminfo(t *testing.T) {
 	if err := os.Remove(filepath.Join(root, "memory.stat")); err != nil {
 		t.Fatal(err)
 	}
-	got, err = c.ReadRoot(meminfo)
+	got, err = c.ReadRoot(meminfo, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +365,7 @@ func TestReadRootV2FromMeminfo(t *testing.T) {
 
 	// On v1 the root has its own counters; meminfo is not used.
 	c1, _ := OpenCgroups(v1Tree(t))
-	got, err = c1.ReadRoot(meminfo)
+	got, err = c1.ReadRoot(meminfo, true)
 	if err != nil || got.Memory == nil || got.Memory.Usage != 5000000 {
 		t.Errorf("v1 root: %s, %v", describe(got), err)
 	}

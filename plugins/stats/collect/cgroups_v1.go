@@ -20,7 +20,7 @@ const (
 
 // readV1 reads the cgroup at path in each v1 hierarchy; the memory one
 // must hold it.
-func (c *Cgroups) readV1(path string) (summary.CgroupSample, error) {
+func (c *Cgroups) readV1(path string, counters bool) (summary.CgroupSample, error) {
 	memoryDir := filepath.Join(c.memory, path)
 	if err := mustExist(memoryDir); err != nil {
 		return summary.CgroupSample{}, err
@@ -30,8 +30,10 @@ func (c *Cgroups) readV1(path string) (summary.CgroupSample, error) {
 	if out.CPUUsageNanos, err = optional(readUint(filepath.Join(c.cpuacct, path, "cpuacct.usage"))); err != nil {
 		return out, err
 	}
-	if out.CFS, out.DiskIO, err = c.cfsAndIO(path); err != nil {
-		return out, err
+	if counters {
+		if out.CFS, out.DiskIO, err = c.cfsAndIO(path, nil); err != nil {
+			return out, err
+		}
 	}
 	usage, err := optional(readUint(filepath.Join(memoryDir, "memory.usage_in_bytes")))
 	if err != nil || usage == nil {

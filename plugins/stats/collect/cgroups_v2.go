@@ -22,13 +22,13 @@ const (
 	v2UsageUsec    = "usage_usec"
 )
 
-func (c *Cgroups) readV2(path string) (summary.CgroupSample, error) {
+func (c *Cgroups) readV2(path string, counters bool) (summary.CgroupSample, error) {
 	dir := filepath.Join(c.root, path)
 	if err := mustExist(dir); err != nil {
 		return summary.CgroupSample{}, err
 	}
 	out := summary.CgroupSample{Time: time.Now()}
-	cpu, err := optional(readKeyValues(filepath.Join(dir, "cpu.stat"), v2UsageUsec))
+	cpu, err := optional(readKeyValues(filepath.Join(dir, "cpu.stat"), v2UsageUsec, cfsPeriods, cfsThrottled))
 	if err != nil {
 		return out, err
 	}
@@ -37,8 +37,14 @@ func (c *Cgroups) readV2(path string) (summary.CgroupSample, error) {
 			out.CPUUsageNanos = ptr(usec * 1000)
 		}
 	}
-	if out.CFS, out.DiskIO, err = c.cfsAndIO(path); err != nil {
-		return out, err
+	if counters {
+		var cpuStat map[string]uint64
+		if cpu != nil {
+			cpuStat = *cpu
+		}
+		if out.CFS, out.DiskIO, err = c.cfsAndIO(path, cpuStat); err != nil {
+			return out, err
+		}
 	}
 	if out.Memory, err = memoryV2(dir); err != nil {
 		return out, err
@@ -95,9 +101,9 @@ func memoryStatV2(dir string, out *summary.MemorySample) error {
 // ReadRoot reads the root cgroup. The v2 root has no memory.current: its
 // usage is MemTotal - MemFree, as runc's rootStatsFromMeminfo takes it,
 // with the root's memory.stat when the kernel has one and /proc/meminfo's
-// inactive file pages and anonymous pages otherwise.
-func (c *Cgroups) ReadRoot(meminfo procfs.Meminfo) (summary.CgroupSample, error) {
-	out, err := c.Read("/")
+// inactive file pages and anonymous pages otherwise. counters is Read's.
+func (c *Cgroups) ReadRoot(meminfo procfs.Meminfo, counters bool) (summary.CgroupSample, error) {
+	out, err := c.Read("/", counters)
 	if err != nil || out.Memory != nil || !c.v2 {
 		return out, err
 	}

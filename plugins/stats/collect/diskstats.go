@@ -1,12 +1,13 @@
 package collect
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs/blockdevice"
 
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
@@ -50,31 +51,21 @@ func (p *Proc) FilesystemIO() ([]*typesv1.DeviceIOStats, error) {
 // diskstats reads /proc/diskstats: reads and writes completed per device.
 func (p *Proc) diskstats() (map[[2]uint32][2]uint64, error) {
 	path := filepath.Join(p.root, "diskstats")
-	f, err := os.Open(path)
+	// The sysfs mount point is procfs's default; ProcDiskstats reads none of it.
+	disks, err := blockdevice.NewFS(p.root, "")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	out := map[[2]uint32][2]uint64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// major minor name reads merged sectors ms writes ...
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 {
-			continue
-		}
-		var major, minor, reads, writes uint64
-		var errs [4]error
-		if len(fields) >= 8 {
-			major, errs[0] = strconv.ParseUint(fields[0], 10, 32)
-			minor, errs[1] = strconv.ParseUint(fields[1], 10, 32)
-			reads, errs[2] = strconv.ParseUint(fields[3], 10, 64)
-			writes, errs[3] = strconv.ParseUint(fields[7], 10, 64)
-		}
-		if len(fields) < 8 || errs != [4]error{} {
-			return nil, fmt.Errorf("%s: expected \"<major> <minor> <name> <reads> <merged> <sectors> <ms> <writes> ...\", got %q", path, sc.Text())
-		}
-		out[[2]uint32{uint32(major), uint32(minor)}] = [2]uint64{reads, writes}
+	stats, err := disks.ProcDiskstats()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
-	return out, sc.Err()
+	if err != nil {
+		return nil, fmt.Errorf("%s: expected \"<major> <minor> <name> <reads> <merged> <sectors> <ms> <writes> ...\" per line: %w", path, err)
+	}
+	out := make(map[[2]uint32][2]uint64, len(stats))
+	for _, d := range stats {
+		out[[2]uint32{d.MajorNumber, d.MinorNumber}] = [2]uint64{d.ReadIOs, d.WriteIOs}
+	}
+	return out, nil
 }

@@ -49,7 +49,7 @@ func TestHostCgroupRoot(t *testing.T) {
 	}
 	p, _ := OpenProc("/proc")
 	mem, _ := p.Meminfo()
-	root, err := c.ReadRoot(mem)
+	root, err := c.ReadRoot(mem, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestHostCgroupV1(t *testing.T) {
 		}
 	}
 
-	got, err := c.Read(path)
+	got, err := c.Read(path, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func (s *sampler) nodeSample(v hostView, onlyCPUAndMemory bool) (summary.NodeSam
 	}
 	out.MemoryCapacity = *meminfo.MemTotalBytes
 	out.SwapTotal, out.SwapFree = meminfo.SwapTotalBytes, meminfo.SwapFreeBytes
-	if out.Root, err = s.cgroups.ReadRoot(meminfo); err != nil {
+	if out.Root, err = s.cgroups.ReadRoot(meminfo, !onlyCPUAndMemory); err != nil {
 		return out, fmt.Errorf("read the root cgroup: %w", err)
 	}
 	if out.Root.CPUUsageNanos == nil {
@@ -135,7 +135,7 @@ func (s *sampler) nodeSample(v hostView, onlyCPUAndMemory bool) (summary.NodeSam
 		out.Root.CPUUsageNanos = &usage
 	}
 	s.nodePressure(&out.Root)
-	out.Pods = s.podsCgroup(v.node)
+	out.Pods = s.podsCgroup(v.node, onlyCPUAndMemory)
 	if onlyCPUAndMemory {
 		return out, nil
 	}
@@ -179,7 +179,7 @@ func (s *sampler) nodePressure(root *summary.CgroupSample) {
 
 // podsCgroup measures the cgroup every pod lives in; nil when it does not
 // exist or cannot be read (the kubelet skips a system container then).
-func (s *sampler) podsCgroup(node *typesv1.Node) *summary.PodsCgroupSample {
+func (s *sampler) podsCgroup(node *typesv1.Node, onlyCPUAndMemory bool) *summary.PodsCgroupSample {
 	path := s.cfg.PodsCgroup
 	if path == "" {
 		path = node.GetPodsCgroup()
@@ -190,7 +190,7 @@ func (s *sampler) podsCgroup(node *typesv1.Node) *summary.PodsCgroupSample {
 			path = podsCgroupSystemd
 		}
 	}
-	cg, err := s.cgroups.Read(path)
+	cg, err := s.cgroups.Read(path, !onlyCPUAndMemory)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("cannot read the pods cgroup", "cgroup", path, "error", err)
@@ -255,7 +255,7 @@ func (s *sampler) podSample(sample summary.Sample, node *typesv1.Node, pod *type
 		return out, false
 	}
 	if cgroup != "" {
-		cg, err := s.cgroups.Read(cgroup)
+		cg, err := s.cgroups.Read(cgroup, !sample.OnlyCPUAndMemory)
 		if err != nil {
 			s.log.Debug("cannot read the pod cgroup; the pod's cpu and memory are its containers' sum", "pod", podName(pod), "cgroup", cgroup, "error", err)
 		} else {

@@ -24,14 +24,15 @@ func cgroupCPU(c CgroupSample, key string, rates *CPURates) *typesv1.CPUStats {
 			out.UsageNanoCores = rate
 		}
 	}
-	setCFS(out, c)
+	setCFS(out, c.CFS)
 	return out
 }
 
-// setCFS adds the cgroup's CFS periods to out, when it has a quota.
-func setCFS(out *typesv1.CPUStats, c CgroupSample) {
-	if c.CFS != nil {
-		out.CfsPeriods, out.CfsThrottledPeriods = ptr(c.CFS.Periods), ptr(c.CFS.ThrottledPeriods)
+// setCFS adds a cgroup's CFS periods to out, when it has a quota (cfs not
+// nil).
+func setCFS(out *typesv1.CPUStats, cfs *CFSSample) {
+	if cfs != nil {
+		out.CfsPeriods, out.CfsThrottledPeriods = ptr(cfs.Periods), ptr(cfs.ThrottledPeriods)
 	}
 }
 

@@ -82,9 +82,7 @@ func buildContainer(s Sample, c ContainerSample, rates *CPURates) *typesv1.Conta
 // addCounters adds to a container's stats what its cgroup counts and the
 // runtime's stats do not: the page cache, CFS periods, block I/O.
 func addCounters(out *typesv1.ContainerStats, c CgroupCounters) {
-	if c.CFS != nil {
-		out.Cpu.CfsPeriods, out.Cpu.CfsThrottledPeriods = ptr(c.CFS.Periods), ptr(c.CFS.ThrottledPeriods)
-	}
+	setCFS(out.Cpu, c.CFS)
 	out.Memory.CacheBytes = copyOf(c.Cache)
 	if len(c.DiskIO) > 0 {
 		out.Io = &typesv1.IOStats{Time: timestamp(c.Time), Devices: c.DiskIO}
