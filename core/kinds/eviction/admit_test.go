@@ -93,16 +93,7 @@ func TestReservation(t *testing.T) {
 func TestMemoryNotificationStartsCycle(t *testing.T) {
 	f := newFixture(t, servePlugin(t, "kubelet", nil), 1)
 	f.stats.samples = []*stats.Sample{sample(epoch, Gi, 50*Gi, nil)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.m.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	f.run(t)
 	notified := f.m.metrics.cycles.WithLabelValues("kubelet", "memory_notification")
 	f.notifier.events <- memnotify.Event{Cgroup: "", Source: "threshold"}
 	deadline := time.Now().Add(30 * time.Second)
@@ -169,16 +160,7 @@ func TestExceededLevelRechecks(t *testing.T) {
 		t.Fatal("a recheck is timed while no level is exceeded")
 	}
 	f.notifier.setExceeded(`threshold "/kubepods" 123`)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.m.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	f.run(t)
 	notified := f.m.metrics.cycles.WithLabelValues("kubelet", "memory_notification")
 	deadline := time.Now().Add(30 * time.Second)
 	for testutil.ToFloat64(notified) < 2 {

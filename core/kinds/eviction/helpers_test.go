@@ -336,6 +336,22 @@ type fixture struct {
 	clock     *clocktesting.FakeClock
 }
 
+// run runs the manager's loop until the test ends, and waits for it to
+// return then.
+func (f *fixture) run(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.m.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
 func newFixture(t *testing.T, plugin Plugin, maxPods int, pods ...*v1.Pod) *fixture {
 	t.Helper()
 	f := &fixture{

@@ -1,7 +1,6 @@
 package eviction
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -168,16 +167,7 @@ func TestPressureLevelStartsCycle(t *testing.T) {
 	stalled, _ := pressureFixture(t, stalling, calm)
 	f.m.opts.Pressure = stalled
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.m.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	f.run(t)
 	polled := f.m.metrics.cycles.WithLabelValues("psi", "memory_pressure")
 	deadline := time.Now().Add(30 * time.Second)
 	for testutil.ToFloat64(polled) < 1 {
