@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -148,7 +149,13 @@ func (f *fakeStats) Sample(context.Context, bool) (*stats.Sample, error) {
 	if len(f.samples) > 1 {
 		f.samples = f.samples[1:]
 	}
-	return s, nil
+	// A copy, as every answer of the plugin is a new message: the manager
+	// adds to what it gets (missing pods, pressure).
+	out := &stats.Sample{Node: proto.Clone(s.Node).(*typesv1.NodeStats), Pods: make([]*typesv1.PodStats, len(s.Pods))}
+	for i, ps := range s.Pods {
+		out.Pods[i] = proto.Clone(ps).(*typesv1.PodStats)
+	}
+	return out, nil
 }
 
 // fakeReclaimer records reclaim calls.

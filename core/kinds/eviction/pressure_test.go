@@ -82,6 +82,25 @@ func TestAddPressure(t *testing.T) {
 	}
 }
 
+// TestAddPressureKeepsTheSamples: what the stats plugin's sample already
+// carries is not read again.
+func TestAddPressureKeepsTheSamples(t *testing.T) {
+	p, pod := pressureFixture(t, stalling, stalling)
+	given := func() *typesv1.MemoryStats {
+		return &typesv1.MemoryStats{Psi: &typesv1.PSIStats{Some: &typesv1.PSIData{Avg10: 1}}}
+	}
+	sample := &stats.Sample{Node: &typesv1.NodeStats{Memory: given()}, Pods: []*typesv1.PodStats{
+		{PodRef: &typesv1.PodReference{Uid: "abc"}, Memory: given()},
+	}}
+	p.addPressure(sample, []*typesv1.Pod{pod})
+	if got := sample.Node.GetMemory().GetPsi().GetSome().GetAvg10(); got != 1 {
+		t.Errorf("node some avg10 %v, want the sample's 1", got)
+	}
+	if got := sample.Pods[0].GetMemory().GetPsi().GetSome().GetAvg10(); got != 1 {
+		t.Errorf("pod some avg10 %v, want the sample's 1", got)
+	}
+}
+
 func TestPressureReached(t *testing.T) {
 	level := func(pods bool, line string, window uint32, percent float64, uids ...string) *evictionv1.PressureNotification {
 		return &evictionv1.PressureNotification{Pods: pods, Line: line, WindowSeconds: window, Percent: percent, PodUids: uids}
