@@ -359,6 +359,24 @@ func (f *fixture) run(t *testing.T) {
 	})
 }
 
+// waitCycles waits up to 30 s for the manager's loop to count n cycles of
+// strategy and trigger, stepping the fake clock by step between looks (0:
+// not at all), and fails the test with why it waited.
+func (f *fixture) waitCycles(t *testing.T, strategy, trigger string, n float64, step time.Duration, why string) {
+	t.Helper()
+	cycles := f.m.metrics.cycles.WithLabelValues(strategy, trigger)
+	deadline := time.Now().Add(30 * time.Second)
+	for testutil.ToFloat64(cycles) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v %s cycles within 30s %s, want %v", testutil.ToFloat64(cycles), trigger, why, n)
+		}
+		if step > 0 {
+			f.clock.Step(step)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func newFixture(t *testing.T, plugin Plugin, maxPods int, pods ...*v1.Pod) *fixture {
 	t.Helper()
 	f := &fixture{

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/microlet/microlet/core/kinds/stats"
@@ -187,15 +186,8 @@ func TestPressureLevelStartsCycle(t *testing.T) {
 	f.m.opts.Pressure = stalled
 
 	f.run(t)
-	polled := f.m.metrics.cycles.WithLabelValues("psi", "memory_pressure")
 	deadline := time.Now().Add(30 * time.Second)
-	for testutil.ToFloat64(polled) < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("no memory_pressure cycle within 30s while the node stalls above its level")
-		}
-		f.clock.Step(DefaultPressurePollInterval / 4)
-		time.Sleep(10 * time.Millisecond)
-	}
+	f.waitCycles(t, "psi", "memory_pressure", 1, DefaultPressurePollInterval/4, "while the node stalls above its level")
 	for f.evictions("memory.pressure") < 1 {
 		if time.Now().After(deadline) {
 			t.Fatalf("no memory.pressure eviction; kills %v", f.pods.killedUIDs())
