@@ -90,16 +90,7 @@ func (e *Engine) Synchronize(req *evictionv1.SynchronizeRequest) (Result, error)
 	var active []string
 	active, next.ConditionLastObserved = holdConditions(conditionsOf(met), prev.ConditionLastObserved, e.pressureTransitionPeriod, now)
 
-	var evictable []*typesv1.Pod
-	for _, pod := range req.GetPods() {
-		if !pod.GetCritical() {
-			evictable = append(evictable, pod)
-		}
-	}
-	stats := map[string]*typesv1.PodStats{}
-	for _, ps := range req.GetPodStats() {
-		stats[ps.GetPodRef().GetUid()] = ps
-	}
+	evictable, stats := evictablePods(req), podStatsByUID(req)
 
 	resp := &evictionv1.SynchronizeResponse{
 		Conditions:          nodeConditions(active, req.GetNode().GetConditions(), now),
@@ -190,15 +181,7 @@ func (e *Engine) relieve(req *evictionv1.SynchronizeRequest, now time.Time, acti
 
 	resource := chosen.Signal.Resource()
 	scope := chosen.Signal.fsScope(dedicated)
-	candidates := make([]Candidate, 0, len(evictable))
-	for _, pod := range evictable {
-		ps := stats[pod.GetUid()]
-		c := Candidate{Pod: pod, HasStats: ps != nil, Request: podRequest(pod, resource)}
-		if ps != nil {
-			c.Usage = podUsage(pod, ps, resource, scope)
-		}
-		candidates = append(candidates, c)
-	}
+	candidates := asCandidates(evictable, stats, resource, scope)
 	e.policy.Rank(resource, now, candidates)
 
 	evictions := make([]*evictionv1.Eviction, 0, len(candidates))

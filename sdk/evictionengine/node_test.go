@@ -169,7 +169,6 @@ func TestPressureConditionsBySignal(t *testing.T) {
 // earlier, the cycle it starts finds nothing to do and the kernel, which
 // signals a crossing once, stays quiet at the real one.
 func TestKubepodsLevelMeansMet(t *testing.T) {
-	const threshold = 300 * Mi
 	for _, tt := range []struct {
 		name string
 		// foreignInactive and foreignActive are page cache charged to

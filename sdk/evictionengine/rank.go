@@ -104,19 +104,38 @@ func compareTrueFirst(a, b bool) int {
 // by for a memory signal (effective memory request, working set). For a
 // strategy that evicts on a signal of its own and ranks as the engine does.
 func MemoryCandidates(req *evictionv1.SynchronizeRequest) []Candidate {
-	stats := map[string]*typesv1.PodStats{}
-	for _, ps := range req.GetPodStats() {
-		stats[ps.GetPodRef().GetUid()] = ps
-	}
-	var out []Candidate
+	return asCandidates(evictablePods(req), podStatsByUID(req), ResourceMemory, 0)
+}
+
+// evictablePods are a request's non-critical pods, in its order.
+func evictablePods(req *evictionv1.SynchronizeRequest) []*typesv1.Pod {
+	var out []*typesv1.Pod
 	for _, pod := range req.GetPods() {
-		if pod.GetCritical() {
-			continue
+		if !pod.GetCritical() {
+			out = append(out, pod)
 		}
+	}
+	return out
+}
+
+// podStatsByUID indexes a request's pod stats by pod UID.
+func podStatsByUID(req *evictionv1.SynchronizeRequest) map[string]*typesv1.PodStats {
+	out := map[string]*typesv1.PodStats{}
+	for _, ps := range req.GetPodStats() {
+		out[ps.GetPodRef().GetUid()] = ps
+	}
+	return out
+}
+
+// asCandidates are pods as candidates for resource, with their request and,
+// where they have stats, their usage of the filesystems in scope.
+func asCandidates(pods []*typesv1.Pod, stats map[string]*typesv1.PodStats, resource Resource, scope fsScope) []Candidate {
+	out := make([]Candidate, 0, len(pods))
+	for _, pod := range pods {
 		ps := stats[pod.GetUid()]
-		c := Candidate{Pod: pod, HasStats: ps != nil, Request: podRequest(pod, ResourceMemory)}
+		c := Candidate{Pod: pod, HasStats: ps != nil, Request: podRequest(pod, resource)}
 		if ps != nil {
-			c.Usage = podUsage(pod, ps, ResourceMemory, 0)
+			c.Usage = podUsage(pod, ps, resource, scope)
 		}
 		out = append(out, c)
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/microlet/microlet/core/kinds/stats"
@@ -93,25 +92,9 @@ func TestReservation(t *testing.T) {
 func TestMemoryNotificationStartsCycle(t *testing.T) {
 	f := newFixture(t, servePlugin(t, "kubelet", nil), 1)
 	f.stats.samples = []*stats.Sample{sample(epoch, Gi, 50*Gi, nil)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.m.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	notified := f.m.metrics.cycles.WithLabelValues("kubelet", "memory_notification")
+	f.run(t)
 	f.notifier.events <- memnotify.Event{Cgroup: "", Source: "threshold"}
-	deadline := time.Now().Add(30 * time.Second)
-	for testutil.ToFloat64(notified) < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("no cycle followed the memory notification within 30s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	f.waitCycles(t, "kubelet", "memory_notification", 1, 0, "after a memory notification")
 }
 
 // TestExceededRecheckWaits: the first look after a level is found passed
@@ -169,23 +152,6 @@ func TestExceededLevelRechecks(t *testing.T) {
 		t.Fatal("a recheck is timed while no level is exceeded")
 	}
 	f.notifier.setExceeded(`threshold "/kubepods" 123`)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.m.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	notified := f.m.metrics.cycles.WithLabelValues("kubelet", "memory_notification")
-	deadline := time.Now().Add(30 * time.Second)
-	for testutil.ToFloat64(notified) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%v notification cycles within 30s while a level is exceeded, want 2", testutil.ToFloat64(notified))
-		}
-		f.clock.Step(exceededRecheck / 4)
-		time.Sleep(10 * time.Millisecond)
-	}
+	f.run(t)
+	f.waitCycles(t, "kubelet", "memory_notification", 2, exceededRecheck/4, "while a level is exceeded")
 }

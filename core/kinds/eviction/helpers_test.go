@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -148,7 +149,13 @@ func (f *fakeStats) Sample(context.Context, bool) (*stats.Sample, error) {
 	if len(f.samples) > 1 {
 		f.samples = f.samples[1:]
 	}
-	return s, nil
+	// A copy, as every answer of the plugin is a new message: the manager
+	// adds to what it gets (missing pods, pressure).
+	out := &stats.Sample{Node: proto.Clone(s.Node).(*typesv1.NodeStats), Pods: make([]*typesv1.PodStats, len(s.Pods))}
+	for i, ps := range s.Pods {
+		out.Pods[i] = proto.Clone(ps).(*typesv1.PodStats)
+	}
+	return out, nil
 }
 
 // fakeReclaimer records reclaim calls.
@@ -334,6 +341,40 @@ type fixture struct {
 	notifier  *fakeNotifier
 	registry  *prometheus.Registry
 	clock     *clocktesting.FakeClock
+}
+
+// run runs the manager's loop until the test ends, and waits for it to
+// return then.
+func (f *fixture) run(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.m.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// waitCycles waits up to 30 s for the manager's loop to count n cycles of
+// strategy and trigger, stepping the fake clock by step between looks (0:
+// not at all), and fails the test with why it waited.
+func (f *fixture) waitCycles(t *testing.T, strategy, trigger string, n float64, step time.Duration, why string) {
+	t.Helper()
+	cycles := f.m.metrics.cycles.WithLabelValues(strategy, trigger)
+	deadline := time.Now().Add(30 * time.Second)
+	for testutil.ToFloat64(cycles) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v %s cycles within 30s %s, want %v", testutil.ToFloat64(cycles), trigger, why, n)
+		}
+		if step > 0 {
+			f.clock.Step(step)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func newFixture(t *testing.T, plugin Plugin, maxPods int, pods ...*v1.Pod) *fixture {

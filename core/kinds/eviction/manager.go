@@ -112,9 +112,9 @@ type Options struct {
 	MonitoringInterval time.Duration
 	// MaxPodsPerCycle bounds evictions per cycle; 0 is DefaultMaxPodsPerCycle.
 	MaxPodsPerCycle int
-	// Pressure reads memory pressure stall information into every request
-	// and polls it for the levels the strategy asks to be woken at; nil
-	// reads none.
+	// Pressure reads the memory pressure stall information a request's
+	// stats lack, and polls it for the levels the strategy asks to be woken
+	// at; nil reads none.
 	Pressure *Pressure
 	// PressurePollInterval is how often the levels are polled; 0 is
 	// DefaultPressurePollInterval, below 0 never.

@@ -75,25 +75,36 @@ func psiData(l *procfs.PSILine) *typesv1.PSIData {
 	return &typesv1.PSIData{Total: l.Total, Avg10: l.Avg10, Avg60: l.Avg60, Avg300: l.Avg300}
 }
 
-// addPressure sets the memory pressure of the node and of each pod with a
-// cgroup in a sample, read now: the strategy decides on the core's reading,
-// the one the poll compares with the levels. What cannot be read is left as
-// the sample had it.
+// addPressure fills in the memory pressure of the node and of each pod with
+// a cgroup where a sample lacks it, read now. The stats plugin's fresh
+// sample already carries what it could read (the node's on any kernel with
+// PSI, the pods' on cgroup v2), the same kernel files read moments before:
+// reading them again would measure one fact twice a cycle. What the sample
+// lacks is the core's own measurement's, and on a hybrid host the pods'.
+// What cannot be read is left as the sample had it.
 func (p *Pressure) addPressure(sample *stats.Sample, pods []*typesv1.Pod) {
-	if psi, err := p.Node(); err == nil {
-		if sample.Node.Memory == nil {
-			sample.Node.Memory = &typesv1.MemoryStats{}
+	if sample.Node.GetMemory().GetPsi() == nil {
+		if psi, err := p.Node(); err == nil {
+			if sample.Node.Memory == nil {
+				sample.Node.Memory = &typesv1.MemoryStats{}
+			}
+			sample.Node.Memory.Psi = psi
 		}
-		sample.Node.Memory.Psi = psi
 	}
 	if p.Unified == "" {
 		return
 	}
-	cgroups := make(map[string]string, len(pods))
-	for _, pod := range pods {
-		cgroups[pod.GetUid()] = pod.GetCgroupParent()
-	}
+	var cgroups map[string]string
 	for _, ps := range sample.Pods {
+		if ps.GetMemory().GetPsi() != nil {
+			continue
+		}
+		if cgroups == nil {
+			cgroups = make(map[string]string, len(pods))
+			for _, pod := range pods {
+				cgroups[pod.GetUid()] = pod.GetCgroupParent()
+			}
+		}
 		cgroup := cgroups[ps.GetPodRef().GetUid()]
 		if cgroup == "" {
 			continue

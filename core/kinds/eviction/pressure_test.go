@@ -1,14 +1,12 @@
 package eviction
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/microlet/microlet/core/kinds/stats"
@@ -80,6 +78,25 @@ func TestAddPressure(t *testing.T) {
 	}
 	if sample.Pods[1].GetMemory() != nil {
 		t.Errorf("a pod without a known cgroup got %v", sample.Pods[1].GetMemory())
+	}
+}
+
+// TestAddPressureKeepsTheSamples: what the stats plugin's sample already
+// carries is not read again.
+func TestAddPressureKeepsTheSamples(t *testing.T) {
+	p, pod := pressureFixture(t, stalling, stalling)
+	given := func() *typesv1.MemoryStats {
+		return &typesv1.MemoryStats{Psi: &typesv1.PSIStats{Some: &typesv1.PSIData{Avg10: 1}}}
+	}
+	sample := &stats.Sample{Node: &typesv1.NodeStats{Memory: given()}, Pods: []*typesv1.PodStats{
+		{PodRef: &typesv1.PodReference{Uid: "abc"}, Memory: given()},
+	}}
+	p.addPressure(sample, []*typesv1.Pod{pod})
+	if got := sample.Node.GetMemory().GetPsi().GetSome().GetAvg10(); got != 1 {
+		t.Errorf("node some avg10 %v, want the sample's 1", got)
+	}
+	if got := sample.Pods[0].GetMemory().GetPsi().GetSome().GetAvg10(); got != 1 {
+		t.Errorf("pod some avg10 %v, want the sample's 1", got)
 	}
 }
 
@@ -168,25 +185,9 @@ func TestPressureLevelStartsCycle(t *testing.T) {
 	stalled, _ := pressureFixture(t, stalling, calm)
 	f.m.opts.Pressure = stalled
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.m.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	polled := f.m.metrics.cycles.WithLabelValues("psi", "memory_pressure")
+	f.run(t)
 	deadline := time.Now().Add(30 * time.Second)
-	for testutil.ToFloat64(polled) < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("no memory_pressure cycle within 30s while the node stalls above its level")
-		}
-		f.clock.Step(DefaultPressurePollInterval / 4)
-		time.Sleep(10 * time.Millisecond)
-	}
+	f.waitCycles(t, "psi", "memory_pressure", 1, DefaultPressurePollInterval/4, "while the node stalls above its level")
 	for f.evictions("memory.pressure") < 1 {
 		if time.Now().After(deadline) {
 			t.Fatalf("no memory.pressure eviction; kills %v", f.pods.killedUIDs())
