@@ -27,19 +27,7 @@ static_pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-con
 cgo_pkgs=(k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/test/images/sample-device-plugin)
 
 version="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
-if [[ ! "$version" =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+ ]]; then
-	echo "kube-tools: unexpected k8s.io/kubernetes version '$version' in $here/go.mod (want vMAJOR.MINOR.PATCH)" >&2
-	exit 1
-fi
-major="${BASH_REMATCH[1]}"
-minor="${BASH_REMATCH[2]}"
-
-# The flags of upstream's release build (hack/lib/version.sh, hack/lib/golang.sh),
-# so that `--version` and the embedded version the components report are real.
-ldflags="-s -w"
-for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-	ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
-done
+ldflags="$(kube_release_ldflags kube-tools "$version")"
 flags=(-trimpath -tags selinux,notest,grpcnotrace -ldflags "$ldflags")
 
 stamp="$(build_stamp "$version" "${flags[*]}" go.mod go.sum)"

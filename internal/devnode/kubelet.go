@@ -113,14 +113,11 @@ func StartKubelet(ctx context.Context, node *Node, opts KubeletOptions) (_ *Kube
 	if err := CreateCgroup(k.CgroupRoot); err != nil {
 		return nil, err
 	}
-	healthzPort, err := freeport.Port()
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		return nil, err
 	}
-	serverPort, err := freeport.Port()
-	if err != nil {
-		return nil, err
-	}
+	healthzPort, serverPort := ports[0], ports[1]
 	k.HealthzURL = fmt.Sprintf("http://127.0.0.1:%d/healthz", healthzPort)
 	k.ServerAddress = fmt.Sprintf("127.0.0.1:%d", serverPort)
 	config := k.config(node.Endpoint, healthzPort, serverPort)

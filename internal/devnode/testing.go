@@ -98,3 +98,19 @@ func StartKubeletT(t testing.TB, node *Node, timeout time.Duration, opts Kubelet
 	})
 	return k
 }
+
+// ColdKubeletBinaryT returns the default kubelet binary (KubeletOptions.Binary)
+// dropped from the page cache (DropFromPageCache), so that a kubelet
+// started from it maps its code as on a node just booted: for benchmarks
+// that weigh its memory against microlet's.
+func ColdKubeletBinaryT(t testing.TB) string {
+	t.Helper()
+	bin, err := kubeletBinary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := DropFromPageCache(bin); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}

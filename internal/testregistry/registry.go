@@ -22,6 +22,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/microlet/microlet/internal/devcluster"
+	"github.com/microlet/microlet/internal/e2e"
 	"github.com/microlet/microlet/internal/freeport"
 )
 
@@ -41,8 +42,7 @@ type Registry struct {
 	PID int
 
 	client *http.Client
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc   *e2e.Process
 }
 
 // Start runs a registry in a new directory under parent ("": the system's
@@ -116,15 +116,13 @@ auth:
 		return nil, err
 	}
 	defer logFile.Close() // the child has its own descriptor
-	r.cmd = exec.Command(Program, "serve", filepath.Join(dir, "config.yml"))
-	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := r.cmd.Start(); err != nil {
+	cmd := exec.Command(Program, "serve", filepath.Join(dir, "config.yml"))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if r.proc, err = e2e.StartProcess(cmd); err != nil {
 		return nil, err
 	}
-	r.PID = r.cmd.Process.Pid
-	r.exited = make(chan struct{})
-	go func() { _ = r.cmd.Wait(); close(r.exited) }()
+	r.PID = r.proc.PID()
 	if err := r.waitServing(ctx); err != nil {
 		return nil, err
 	}
@@ -146,7 +144,7 @@ func (r *Registry) waitServing(ctx context.Context) error {
 			err = fmt.Errorf("GET /v2/: %s", resp.Status)
 		}
 		select {
-		case <-r.exited:
+		case <-r.proc.Exited():
 			return fmt.Errorf("registry exited: %s", r.LogTail())
 		case <-ctx.Done():
 			return fmt.Errorf("registry not serving on %s: %v: %s", r.Host, err, r.LogTail())
@@ -168,14 +166,8 @@ func (r *Registry) LogTail() string {
 // removes its directory.
 func (r *Registry) Close() error {
 	var errs []error
-	if r.cmd != nil && r.exited != nil {
-		_ = r.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-r.exited:
-		case <-time.After(10 * time.Second):
-			_ = r.cmd.Process.Kill()
-			<-r.exited
-		}
+	if r.proc != nil {
+		r.proc.Stop(10 * time.Second)
 	}
 	if r.Dir != "" {
 		errs = append(errs, os.RemoveAll(r.Dir))

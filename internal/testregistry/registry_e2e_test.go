@@ -51,5 +51,5 @@ func TestPushAndAuth(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("registry directory after Close: %v", err)
 	}
-	r.cmd, r.Dir = nil, "" // closed: the cleanup has nothing left to do
+	r.proc, r.Dir = nil, "" // closed: the cleanup has nothing left to do
 }

@@ -19,16 +19,8 @@ cd "$here"
 source "$repo/hack/lib/stamp.sh"
 
 version="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
-if [[ ! "$version" =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+ ]]; then
-	echo "conformance: unexpected k8s.io/kubernetes version '$version' in $here/go.mod" >&2
-	exit 1
-fi
-# The suite checks the server's version against its own; the flags of
-# upstream's release build make that version real.
-ldflags="-s -w"
-for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-	ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=${BASH_REMATCH[1]} -X $pkg.gitMinor=${BASH_REMATCH[2]} -X $pkg.gitTreeState=clean"
-done
+# The suite checks the server's version against its own.
+ldflags="$(kube_release_ldflags conformance "$version")"
 flags=(-trimpath -ldflags "$ldflags")
 stamp="$(build_stamp "$version" "${flags[*]}" go.mod go.sum nettools/*.go)"
 

@@ -89,16 +89,8 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name string) *agent {
 		b.Fatal(err)
 	}
 	n := devnode.StartT(b)
-	tools, err := devnode.KubeToolsDir()
-	if err != nil {
-		b.Fatal(err)
-	}
-	binary := filepath.Join(tools, "kubelet")
-	if err := devnode.DropFromPageCache(binary); err != nil {
-		b.Fatal(err)
-	}
 	k := devnode.StartKubeletT(b, n, 10*time.Minute, devnode.KubeletOptions{
-		Binary: binary,
+		Binary: devnode.ColdKubeletBinaryT(b),
 		Args:   []string{"--kubeconfig=" + kubeconfig, "--hostname-override=" + name, "--node-ip=127.0.0.1"},
 		Configure: func(c *kubeletconfig.KubeletConfiguration) {
 			if evictionHard == nil {

@@ -42,7 +42,6 @@ type batch struct {
 	created, running, deleted, gone map[string]time.Time
 	changed                         chan struct{}
 	stopWatch                       func()
-	watchErr                        error
 }
 
 // newBatch makes a namespace for count pods on node and starts watching it.

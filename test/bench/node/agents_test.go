@@ -4,7 +4,6 @@ package nodebench
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,17 +46,9 @@ func startKubelet(b *testing.B) system { return runKubelet(b, kubeletStartTimeou
 // timeout; configure, if set, changes its KubeletConfiguration.
 func runKubelet(b *testing.B, timeout time.Duration, configure func(*kubeletconfig.KubeletConfiguration)) *kubelet {
 	n := devnode.StartT(b)
-	tools, err := devnode.KubeToolsDir()
-	if err != nil {
-		b.Fatal(err)
-	}
-	binary := filepath.Join(tools, "kubelet")
-	if err := devnode.DropFromPageCache(binary); err != nil {
-		b.Fatal(err)
-	}
 	// Bounded: StartKubelet waits while another devnode kubelet runs on
 	// the host (an end-to-end test, say).
-	k := devnode.StartKubeletT(b, n, timeout, devnode.KubeletOptions{Binary: binary, Configure: configure})
+	k := devnode.StartKubeletT(b, n, timeout, devnode.KubeletOptions{Binary: devnode.ColdKubeletBinaryT(b), Configure: configure})
 	b.Logf("kubelet: pid %d, log %s", k.PID, k.LogPath)
 	return &kubelet{manifestDir: manifestDir{dir: k.ManifestDir, image: n.PauseImage}, node: n, k: k}
 }

@@ -104,14 +104,11 @@ func runMicrolet(b *testing.B, name, bin string, settings ...string) *microlet {
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	port, err := freeport.Port()
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		b.Fatal(err)
 	}
-	apiPort, err := freeport.Port()
-	if err != nil {
-		b.Fatal(err)
-	}
+	port, apiPort := ports[0], ports[1]
 	configPath := filepath.Join(n.Dir, "microlet.hcl")
 	if err := os.WriteFile(configPath, []byte(microletConfig(n, bin, root, m.dir, cgroupRoot, port, apiPort, settings)), 0o644); err != nil {
 		b.Fatal(err)

@@ -111,10 +111,8 @@ func waitAllRunning(t *testing.T, n *clusterNode, ns string, want map[types.UID]
 			}
 		}
 		done := ready == crashReplicas && len(list.Items) == crashReplicas
-		if want != nil {
-			for uid := range want {
-				done = done && got[uid] != ""
-			}
+		for uid := range want {
+			done = done && got[uid] != ""
 		}
 		return done, fmt.Sprintf("%d of %d pods ready", ready, len(list.Items))
 	})

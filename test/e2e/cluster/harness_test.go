@@ -104,14 +104,7 @@ func startNode(t testing.TB, opts nodeOptions) *clusterNode {
 	}
 	port := freePort(t)
 	n.Secure = fmt.Sprintf("https://127.0.0.1:%d", port)
-	maps.Copy(settings, map[string]string{
-		"kubeconfig":     quote(n.Kubeconfig),
-		"cert_dir":       quote(n.CertDir),
-		"address":        `"127.0.0.1"`,
-		"node_ip":        `"127.0.0.1"`,
-		"port":           fmt.Sprint(port),
-		"authentication": fmt.Sprintf(`{ x509 = { client_ca_file = %s } }`, quote(c.CAFile())),
-	})
+	maps.Copy(settings, pressuree2e.JoinSettings(c, n.Kubeconfig, n.CertDir, "127.0.0.1", port))
 	maps.Copy(settings, opts.Settings)
 	n.Node = pressuree2e.Start(t, pressuree2e.Options{NodeName: opts.Name, Settings: settings,
 		Plugins: opts.Plugins, Images: opts.Images, RegistryCAs: opts.RegistryCAs, Env: opts.Env})

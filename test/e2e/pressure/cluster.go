@@ -13,9 +13,8 @@ import (
 )
 
 // ClusterSettings are the Options.Settings that join a node to c as node
-// name, as the cluster suite's harness does: a node client certificate of
-// the cluster's CA, the node API on a free port of ip checking client
-// certificates of that CA and asking the API server about everyone else.
+// name (JoinSettings): a node client certificate of the cluster's CA, the
+// node API on a free port of ip.
 func ClusterSettings(t testing.TB, c *devcluster.Cluster, name, ip string) map[string]string {
 	t.Helper()
 	kubeconfig, err := c.NodeKubeconfig(name)
@@ -26,9 +25,17 @@ func ClusterSettings(t testing.TB, c *devcluster.Cluster, name, ip string) map[s
 	if err != nil {
 		t.Fatal(err)
 	}
+	return JoinSettings(c, kubeconfig, filepath.Join(t.TempDir(), "pki"), ip, port)
+}
+
+// JoinSettings are the Options.Settings that join a node to c, as the
+// cluster suite's harness does: kubeconfig, its serving pair in certDir,
+// the node API on ip:port checking client certificates of c's CA and
+// asking the API server about everyone else.
+func JoinSettings(c *devcluster.Cluster, kubeconfig, certDir, ip string, port int) map[string]string {
 	return map[string]string{
 		"kubeconfig":     quote(kubeconfig),
-		"cert_dir":       quote(filepath.Join(t.TempDir(), "pki")),
+		"cert_dir":       quote(certDir),
 		"address":        quote(ip),
 		"node_ip":        quote(ip),
 		"port":           fmt.Sprint(port),

@@ -131,13 +131,9 @@ func Start(t testing.TB, opts Options) *Node {
 			t.Fatalf("importing %s: %v", img.Ref, err)
 		}
 	}
-	ports := make([]int, 2)
-	for i := range ports {
-		port, err := freeport.Port()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = port
+	ports, err := freeport.Ports(2)
+	if err != nil {
+		t.Fatal(err)
 	}
 	n.HealthzAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	n.ReadOnlyAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
