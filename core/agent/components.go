@@ -125,12 +125,12 @@ func probeUpdates(ctx context.Context, m *probes.Manager) <-chan types.UID {
 	return out
 }
 
-// newSecurityAdmitter checks pods' sysctls against the safe ones this
-// kernel namespaces and allowed_unsafe_sysctls (safe ones may be listed
-// there too, as in the kubelet), AppArmor against the host, and runtime
+// newSecurityAdmitter checks pods' sysctls against the safe ones the
+// kernel of kernelRelease namespaces and allowed_unsafe_sysctls (safe ones
+// may be listed there too, as in the kubelet), AppArmor against the host, and runtime
 // features against the runtime's last status.
-func newSecurityAdmitter(allowedUnsafe []string, poller *cri.StatusPoller) (*secadmit.Admitter, error) {
-	allowlist, err := sysctls.NewAllowlist(append(sysctls.Safe(sysctls.KernelRelease()), allowedUnsafe...))
+func newSecurityAdmitter(allowedUnsafe []string, kernelRelease string, poller *cri.StatusPoller) (*secadmit.Admitter, error) {
+	allowlist, err := sysctls.NewAllowlist(append(sysctls.Safe(kernelRelease), allowedUnsafe...))
 	if err != nil {
 		return nil, fmt.Errorf("allowed_unsafe_sysctls: %w", err)
 	}

@@ -142,7 +142,7 @@ func (a *Agent) newPods(ctx context.Context, reg prometheus.Registerer, c *clust
 	if p.shutdown, err = a.newShutdown(p, reg); err != nil {
 		return nil, err
 	}
-	security, err := newSecurityAdmitter(cfg.AllowedUnsafeSysctls, p.poller)
+	security, err := newSecurityAdmitter(cfg.AllowedUnsafeSysctls, p.identity.KernelVersion, p.poller)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,12 +115,8 @@ func (s *Syncer) Run(ctx context.Context) {
 // the pods that are done. It returns the API server's first error.
 func (s *Syncer) syncBatch(ctx context.Context, statuses []status.VersionedPodStatus) error {
 	live := make(map[types.UID]bool, len(statuses))
-	var (
-		wg       sync.WaitGroup
-		errMu    sync.Mutex
-		firstErr error
-	)
-	slots := make(chan struct{}, writers)
+	var g errgroup.Group // not WithContext: one pod's error stops no other's write
+	g.SetLimit(writers)
 	for i := range statuses {
 		st := &statuses[i]
 		apiPod, err := s.opts.Pods.Pods(st.Namespace).Get(st.Name)
@@ -131,19 +128,9 @@ func (s *Syncer) syncBatch(ctx context.Context, statuses []status.VersionedPodSt
 			continue // a pod is written by one writer at a time
 		}
 		live[pod.UID] = true
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			if err := s.syncPod(ctx, pod, st); err != nil {
-				errMu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				errMu.Unlock()
-			}
-		})
+		g.Go(func() error { return s.syncPod(ctx, pod, st) })
 	}
-	wg.Wait()
+	firstErr := g.Wait()
 	s.mu.Lock()
 	for uid := range s.written {
 		if !live[uid] {

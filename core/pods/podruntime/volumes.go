@@ -179,7 +179,7 @@ func (v *volumeManager) setUpEmptyDir(pod *v1.Pod, vol *v1.Volume) (string, erro
 	switch vol.EmptyDir.Medium {
 	case v1.StorageMediumDefault:
 	case v1.StorageMediumMemory:
-		if _, err := v.mountTmpfsOnce(dir, emptyDirMemorySize(pod, vol.EmptyDir.SizeLimit, v.allocatable())); err != nil {
+		if err := v.mountTmpfsOnce(dir, emptyDirMemorySize(pod, vol.EmptyDir.SizeLimit, v.allocatable())); err != nil {
 			return "", err
 		}
 	default:
@@ -194,23 +194,23 @@ func (v *volumeManager) setUpEmptyDir(pod *v1.Pod, vol *v1.Volume) (string, erro
 }
 
 // mountTmpfsOnce mounts a tmpfs of size bytes (0: the kernel's default) on
-// dir unless one is there, and says whether it mounted one.
-func (v *volumeManager) mountTmpfsOnce(dir string, size int64) (bool, error) {
+// dir unless one is there.
+func (v *volumeManager) mountTmpfsOnce(dir string, size int64) error {
 	points, err := v.mountPoints()
 	if err != nil {
-		return false, err
+		return err
 	}
 	if slices.Contains(points, dir) {
-		return false, nil
+		return nil
 	}
 	var options string
 	if size > 0 {
 		options = "size=" + strconv.FormatInt(size, 10)
 	}
 	if err := v.mount("tmpfs", dir, "tmpfs", 0, options); err != nil {
-		return false, fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
+		return fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
 	}
-	return true, nil
+	return nil
 }
 
 // emptyDirMemorySize is the size of a memory-backed emptyDir, as upstream's

@@ -122,7 +122,7 @@ func (v *volumeManager) setUpProjected(ctx context.Context, pod *v1.Pod, vol *v1
 		return err
 	}
 	if vol.ConfigMap == nil {
-		if _, err := v.mountTmpfsOnce(dir, emptyDirMemorySize(pod, nil, b.allocatable)); err != nil {
+		if err := v.mountTmpfsOnce(dir, emptyDirMemorySize(pod, nil, b.allocatable)); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletconfigv1 "k8s.io/kubelet/config/v1"
 	credentialproviderv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
@@ -46,19 +47,14 @@ type provider struct {
 
 	mu    sync.Mutex
 	cache map[string]cachedResponse
-	// running shares one run of the plugin between pulls of one image.
-	running map[string]*pluginRun
+	// running shares one run of the plugin between pulls of one image,
+	// as upstream's singleflight group.
+	running singleflight.Group
 }
 
 type cachedResponse struct {
 	config  DockerConfig
 	expires time.Time
-}
-
-type pluginRun struct {
-	done   chan struct{}
-	config DockerConfig
-	err    error
 }
 
 // loadProviders reads the kubelet's credential provider config file
@@ -119,7 +115,7 @@ func loadProviders(configFile, binDir string, now func() time.Time, met *pluginM
 			bad("no plugin executable at %s", path)
 		}
 		pr := &provider{name: p.Name, path: path, apiVersion: p.APIVersion, matchImages: p.MatchImages,
-			args: p.Args, now: now, metrics: met, cache: map[string]cachedResponse{}, running: map[string]*pluginRun{}}
+			args: p.Args, now: now, metrics: met, cache: map[string]cachedResponse{}}
 		if p.DefaultCacheDuration != nil {
 			pr.defaultCacheDuration = p.DefaultCacheDuration.Duration
 		}
@@ -178,22 +174,12 @@ func (p *provider) provide(ctx context.Context, image string) (DockerConfig, err
 			return c.config, nil
 		}
 	}
-	run, ok := p.running[image]
-	if !ok {
-		run = &pluginRun{done: make(chan struct{})}
-		p.running[image] = run
-	}
 	p.mu.Unlock()
-	if !ok {
-		run.config, run.err = p.exec(ctx, image, registry)
-		p.mu.Lock()
-		delete(p.running, image)
-		p.mu.Unlock()
-		close(run.done)
-	}
+	run := p.running.DoChan(image, func() (any, error) { return p.exec(ctx, image, registry) })
 	select {
-	case <-run.done:
-		return run.config, run.err
+	case r := <-run:
+		config, _ := r.Val.(DockerConfig)
+		return config, r.Err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

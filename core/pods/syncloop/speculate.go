@@ -34,12 +34,20 @@ const speculationWidth = 16
 // of a burst, reached assuming that every pod before it in the burst was
 // admitted.
 type speculation struct {
-	// admitted are the pods the verdict assumed admitted.
-	admitted sets.Set[types.UID]
-	verdict  Admission
-	by       string
-	// admitters is how many of the loop's admitters the verdict covers.
-	admitters int
+	// assumed are the pods the verdict assumed admitted.
+	assumed []*v1.Pod
+	verdict Admission
+	by      string
+}
+
+// pureLead is how many of admitters, from the first, are pure: those a
+// speculation asks, and whose verdict it stands for.
+func pureLead(admitters []Admitter) int {
+	n := 0
+	for n < len(admitters) && isPure(admitters[n]) {
+		n++
+	}
+	return n
 }
 
 // speculate asks the leading pure admitters about every new pod of a burst
@@ -52,10 +60,7 @@ type speculation struct {
 // waited 5 s for the loop to admit it, where the kubelet's in-process
 // admission takes microseconds.
 func (l *Loop) speculate(ctx context.Context, pods []*v1.Pod) map[types.UID]*speculation {
-	n := 0
-	for n < len(l.opts.Admitters) && isPure(l.opts.Admitters[n]) {
-		n++
-	}
+	n := pureLead(l.opts.Admitters)
 	if n == 0 || len(pods) < 2 {
 		return nil
 	}
@@ -67,13 +72,12 @@ func (l *Loop) speculate(ctx context.Context, pods []*v1.Pod) map[types.UID]*spe
 		if _, known := l.desired.get(pod.UID); known || l.workers.IsPodKnownTerminated(pod.UID) || status.IsTerminalPhase(pod.Status.Phase) {
 			continue // admitAndStart does not admit it
 		}
-		s := &speculation{admitted: uidsOf(admitted), admitters: n}
+		s := &speculation{assumed: slices.Clone(admitted)}
 		out[pod.UID] = s
-		view := slices.Clone(admitted)
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			s.verdict, s.by = admit(ctx, l.opts.Admitters[:n], pod, view)
+			s.verdict, s.by = admit(ctx, l.opts.Admitters[:n], pod, s.assumed)
 		})
 		admitted = append(admitted, l.allocated(pod))
 	}
@@ -84,13 +88,13 @@ func (l *Loop) speculate(ctx context.Context, pods []*v1.Pod) map[types.UID]*spe
 // admitWith runs the admitters on pod, taking the speculation's verdict
 // when it assumed exactly the pods admitted now.
 func (l *Loop) admitWith(ctx context.Context, pod *v1.Pod, admitted []*v1.Pod, s *speculation) (Admission, string) {
-	if s == nil || !s.admitted.Equal(uidsOf(admitted)) {
+	if s == nil || !uidsOf(s.assumed).Equal(uidsOf(admitted)) {
 		return admit(ctx, l.opts.Admitters, pod, admitted)
 	}
 	if !s.verdict.Admit {
 		return s.verdict, s.by
 	}
-	return admit(ctx, l.opts.Admitters[s.admitters:], pod, admitted)
+	return admit(ctx, l.opts.Admitters[pureLead(l.opts.Admitters):], pod, admitted)
 }
 
 func uidsOf(pods []*v1.Pod) sets.Set[types.UID] {

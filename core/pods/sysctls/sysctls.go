@@ -5,7 +5,6 @@ package sysctls
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 
@@ -31,8 +30,8 @@ var safeSysctls = []struct{ name, kernel string }{
 	{"net.ipv4.tcp_wmem", "4.15"},
 }
 
-// Safe are the safe sysctls the kernel (its release, as in
-// /proc/sys/kernel/osrelease) namespaces; a kernel that cannot be read
+// Safe are the safe sysctls the kernel of kernelRelease (uname's, as
+// machine.Identity's KernelVersion) namespaces; an unknown release ("")
 // gets only those every kernel namespaces, as upstream.
 func Safe(kernelRelease string) []string {
 	kernel, _ := version.ParseGeneric(kernelRelease)
@@ -43,15 +42,6 @@ func Safe(kernelRelease string) []string {
 		}
 	}
 	return out
-}
-
-// KernelRelease is the running kernel's release, "" if unreadable.
-func KernelRelease() string {
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }
 
 // sysctlPattern is upstream's IsValidSysctlPattern: dotted or slashed
