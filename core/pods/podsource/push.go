@@ -170,7 +170,8 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("push socket %s: %w", path, err)
 	}
 	l.(*net.UnixListener).SetUnlinkOnClose(false) // Run removes it under its final name
-	if err := os.Chmod(tmp, 0o600); err == nil {
+	err = os.Chmod(tmp, 0o600)
+	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
