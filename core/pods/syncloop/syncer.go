@@ -71,7 +71,9 @@ func startedContainer(result *podruntime.SyncResult) bool {
 // control plane sees it would wait that long. The read goes into the
 // runtime cache too, as a relist's would; the relist that follows finds
 // the same status, and the sync its event causes changes nothing. A
-// failed read only leaves that to the relist.
+// failed read only leaves that to the relist, and a read older than what
+// the cache already holds (an event came first) to the sync that event
+// causes.
 func (l *Loop) statusAfterStart(ctx context.Context, pod *v1.Pod) {
 	if ctx.Err() != nil {
 		return
@@ -81,7 +83,9 @@ func (l *Loop) statusAfterStart(ctx context.Context, pod *v1.Pod) {
 		l.log.Debug("cannot read a pod back after starting its containers; its next relist will", "pod", podName(pod), "error", err)
 		return
 	}
-	l.opts.Cache.Set(pod.UID, fresh, nil, fresh.Timestamp)
+	if !l.opts.Cache.Set(pod.UID, fresh, nil, fresh.Timestamp) {
+		return
+	}
 	st := l.opts.Generator.PodStatus(pod, fresh, l.previousStatus(pod), false)
 	l.opts.Statuses.SetPodStatus(pod, st)
 }
