@@ -121,3 +121,23 @@ func MemoryBlocksProto(in []MemoryBlock) []*cgroupv1.MemoryBlock {
 	}
 	return out
 }
+
+// NUMANodeIDs are the machine's NUMA nodes as the resource managers count
+// them: those with memory, else those of the CPUs, else node 0 (what
+// cAdvisor reports of a machine without NUMA); sorted. The planner hints
+// over them and the core checks the hints' affinities against them.
+func NUMANodeIDs(numa []*cgroupv1.NUMANode, cpus []*cgroupv1.CPUInfo) []int {
+	seen := map[int]bool{}
+	for _, n := range numa {
+		seen[int(n.GetId())] = true
+	}
+	if len(seen) == 0 {
+		for _, c := range cpus {
+			seen[int(c.GetNumaNode())] = true
+		}
+	}
+	if len(seen) == 0 {
+		seen[0] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
