@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 )
 
 // MemoryTable is one memory type on one NUMA node as the kubelet's memory
@@ -90,4 +92,52 @@ func (s MemoryState) Take(b MemoryBlock) error {
 		return fmt.Errorf("%d bytes of %s on NUMA nodes %v do not fit in their free memory", b.Size, b.Type, b.NUMAAffinity)
 	}
 	return nil
+}
+
+// MemoryBlocksFromProto are blocks on the wire as the accounting takes
+// them; never nil.
+func MemoryBlocksFromProto(in []*cgroupv1.MemoryBlock) []MemoryBlock {
+	out := make([]MemoryBlock, 0, len(in))
+	for _, b := range in {
+		var nodes []int
+		for _, n := range b.GetNumaAffinity() {
+			nodes = append(nodes, int(n))
+		}
+		out = append(out, MemoryBlock{NUMAAffinity: nodes, Type: b.GetType(), Size: b.GetSize()})
+	}
+	return out
+}
+
+// MemoryBlocksProto are blocks as the wire carries them, between the core
+// and the memory manager's policy.
+func MemoryBlocksProto(in []MemoryBlock) []*cgroupv1.MemoryBlock {
+	var out []*cgroupv1.MemoryBlock
+	for _, b := range in {
+		mb := &cgroupv1.MemoryBlock{Type: b.Type, Size: b.Size}
+		for _, n := range b.NUMAAffinity {
+			mb.NumaAffinity = append(mb.NumaAffinity, int32(n))
+		}
+		out = append(out, mb)
+	}
+	return out
+}
+
+// NUMANodeIDs are the machine's NUMA nodes as the resource managers count
+// them: those with memory, else those of the CPUs, else node 0 (what
+// cAdvisor reports of a machine without NUMA); sorted. The planner hints
+// over them and the core checks the hints' affinities against them.
+func NUMANodeIDs(numa []*cgroupv1.NUMANode, cpus []*cgroupv1.CPUInfo) []int {
+	seen := map[int]bool{}
+	for _, n := range numa {
+		seen[int(n.GetId())] = true
+	}
+	if len(seen) == 0 {
+		for _, c := range cpus {
+			seen[int(c.GetNumaNode())] = true
+		}
+	}
+	if len(seen) == 0 {
+		seen[0] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
 }

@@ -1,5 +1,7 @@
 package nodefacts
 
+import typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+
 // QOSClass is a pod's quality of service class (v1.PodQOSClass).
 type QOSClass string
 
@@ -62,4 +64,34 @@ func ComputeQOS(podLevel *Requirements, containers []Requirements) QOSClass {
 		return Guaranteed
 	}
 	return Burstable
+}
+
+// PodQOS is a wire pod's class as upstream's GetPodQOS decides it: the
+// class the pod already has, if any (it never changes once set), else the
+// class its resources give. Every plugin deciding by class calls it, so
+// that they cannot disagree on a pod.
+func PodQOS(pod *typesv1.Pod) QOSClass {
+	switch q := QOSClass(pod.GetQosClass()); q {
+	case Guaranteed, Burstable, BestEffort:
+		return q
+	}
+	return ComputePodQOS(pod)
+}
+
+// ComputePodQOS is ComputeQOS of a wire pod's resources.
+func ComputePodQOS(pod *typesv1.Pod) QOSClass {
+	amounts := func(l *typesv1.ResourceList) CPUMemory {
+		return CPUMemory{CPUMillis: l.GetCpuMillis(), MemoryBytes: l.GetMemoryBytes()}
+	}
+	var podLevel *Requirements
+	if pr := pod.GetPodResources(); pr != nil {
+		podLevel = &Requirements{Requests: amounts(pr.GetRequests()), Limits: amounts(pr.GetLimits())}
+	}
+	containers := make([]Requirements, 0, len(pod.GetContainers())+len(pod.GetInitContainers()))
+	for _, list := range [][]*typesv1.Container{pod.GetContainers(), pod.GetInitContainers()} {
+		for _, c := range list {
+			containers = append(containers, Requirements{Requests: amounts(c.GetResources().GetRequests()), Limits: amounts(c.GetResources().GetLimits())})
+		}
+	}
+	return ComputeQOS(podLevel, containers)
 }

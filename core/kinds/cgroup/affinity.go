@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
+	"github.com/microlet/microlet/sdk/nodefacts"
 )
 
 // checkAffinities is the core's say over the topology manager's device
@@ -15,7 +16,7 @@ import (
 // machine has. It answers them by container, nil when there are none.
 func (c *cpuManager) checkAffinities(pod *v1.Pod, resp *cgroupv1.AllocateCPUsResponse) (map[string][]int64, error) {
 	var out map[string][]int64
-	names, known := containerNames(pod), c.numaIDs()
+	names, known := containerNames(pod), nodefacts.NUMANodeIDs(c.numa, c.infos)
 	for _, a := range resp.GetDeviceAffinities() {
 		name := a.GetContainerName()
 		switch {
@@ -39,28 +40,6 @@ func (c *cpuManager) checkAffinities(pod *v1.Pod, resp *cgroupv1.AllocateCPUsRes
 		out[name] = nodes
 	}
 	return out, nil
-}
-
-// numaIDs are the machine's NUMA nodes as the plugin is told them: those
-// with memory, else those of the CPUs, else node 0 (what cAdvisor reports
-// of a machine without NUMA).
-func (c *cpuManager) numaIDs() []int {
-	var out []int
-	for _, n := range c.numa {
-		out = append(out, int(n.GetId()))
-	}
-	if len(out) == 0 {
-		for _, info := range c.infos {
-			if !slices.Contains(out, int(info.GetNumaNode())) {
-				out = append(out, int(info.GetNumaNode()))
-			}
-		}
-	}
-	if len(out) == 0 {
-		out = []int{0}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // forgetAffinities drops the device affinities of pods neither pod nor

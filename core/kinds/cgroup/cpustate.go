@@ -4,12 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io/fs"
 	"os"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/util/dump"
 	"k8s.io/utils/cpuset"
 )
 
@@ -27,19 +24,10 @@ type CPUManagerCheckpoint struct {
 	Checksum      Checksum                     `json:"checksum"`
 }
 
-// Checksum is upstream's checkpointmanager/checksum.Checksum.
-type Checksum uint64
-
-// sum is upstream's checksum.New of the checkpoint with Checksum 0, the
-// dump's type names spelled as upstream's packages spell them.
+// sum is upstream's checksum.New of the checkpoint with Checksum 0.
 func (cp CPUManagerCheckpoint) sum() Checksum {
 	cp.Checksum = 0
-	text := dump.ForHash(&cp)
-	text = strings.Replace(text, "cgroup.CPUManagerCheckpoint", "state.CPUManagerCheckpoint", 1)
-	text = strings.Replace(text, "cgroup.Checksum", "checksum.Checksum", 1)
-	h := fnv.New32a()
-	fmt.Fprintf(h, "%v", text)
-	return Checksum(h.Sum32())
+	return kubeletChecksum(&cp, "CPUManagerCheckpoint")
 }
 
 // cpuState is what the CPU manager keeps: the policy's name and the
@@ -106,8 +94,7 @@ func (s *cpuState) set(pod, container string, set cpuset.CPUSet) {
 	s.assigned[pod][container] = set
 }
 
-// save writes the state file atomically (a rename), as upstream's
-// checkpoint manager.
+// save writes the state file.
 func (s *cpuState) save(path string) error {
 	cp := CPUManagerCheckpoint{PolicyName: s.policy, DefaultCPUSet: s.shared.String(), Entries: map[string]map[string]string{}}
 	for pod, containers := range s.assigned {
@@ -117,9 +104,5 @@ func (s *cpuState) save(path string) error {
 		}
 	}
 	cp.Checksum = cp.sum()
-	raw, err := json.Marshal(cp)
-	if err != nil {
-		return err
-	}
-	return writeAtomic(path, raw)
+	return writeCheckpoint(path, cp)
 }

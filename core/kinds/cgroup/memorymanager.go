@@ -69,15 +69,7 @@ func memoryAssignments(in nodefacts.MemoryAssignments) []*cgroupv1.MemoryAssignm
 	var out []*cgroupv1.MemoryAssignment
 	for _, uid := range slices.Sorted(maps.Keys(in)) {
 		for _, name := range slices.Sorted(maps.Keys(in[uid])) {
-			as := &cgroupv1.MemoryAssignment{PodUid: uid, ContainerName: name}
-			for _, b := range in[uid][name] {
-				mb := &cgroupv1.MemoryBlock{Type: b.Type, Size: b.Size}
-				for _, n := range b.NUMAAffinity {
-					mb.NumaAffinity = append(mb.NumaAffinity, int32(n))
-				}
-				as.Blocks = append(as.Blocks, mb)
-			}
-			out = append(out, as)
+			out = append(out, &cgroupv1.MemoryAssignment{PodUid: uid, ContainerName: name, Blocks: nodefacts.MemoryBlocksProto(in[uid][name])})
 		}
 	}
 	return out
@@ -166,16 +158,11 @@ func (c *cpuManager) checkMemory(pod *v1.Pod, resp *cgroupv1.AllocateCPUsRespons
 		if next.assigned[a.GetPodUid()] == nil {
 			next.assigned[a.GetPodUid()] = map[string][]nodefacts.MemoryBlock{}
 		}
-		blocks := []nodefacts.MemoryBlock{}
-		for _, b := range a.GetBlocks() {
-			var nodes []int
-			for _, n := range b.GetNumaAffinity() {
-				nodes = append(nodes, int(n))
+		blocks := nodefacts.MemoryBlocksFromProto(a.GetBlocks())
+		for _, b := range blocks {
+			if len(b.NUMAAffinity) == 0 {
+				return nil, fmt.Errorf("container %q gets %s on no NUMA node", a.GetContainerName(), b.Type)
 			}
-			if len(nodes) == 0 {
-				return nil, fmt.Errorf("container %q gets %s on no NUMA node", a.GetContainerName(), b.GetType())
-			}
-			blocks = append(blocks, nodefacts.MemoryBlock{NUMAAffinity: nodes, Type: b.GetType(), Size: b.GetSize()})
 		}
 		next.assigned[a.GetPodUid()][a.GetContainerName()] = blocks
 	}

@@ -4,16 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/dump"
 
 	"github.com/microlet/microlet/sdk/nodefacts"
 )
@@ -65,14 +61,7 @@ type Block struct {
 // sum is upstream's checksum.New of the checkpoint with Checksum 0.
 func (cp MemoryManagerCheckpoint) sum() Checksum {
 	cp.Checksum = 0
-	text := dump.ForHash(&cp)
-	for _, name := range []string{"MemoryManagerCheckpoint", "NUMANodeMap", "NUMANodeState", "MemoryTable", "ContainerMemoryAssignments", "Block"} {
-		text = strings.ReplaceAll(text, "cgroup."+name, "state."+name)
-	}
-	text = strings.ReplaceAll(text, "cgroup.Checksum", "checksum.Checksum")
-	h := fnv.New32a()
-	fmt.Fprintf(h, "%v", text)
-	return Checksum(h.Sum32())
+	return kubeletChecksum(&cp, "MemoryManagerCheckpoint", "NUMANodeMap", "NUMANodeState", "MemoryTable", "ContainerMemoryAssignments", "Block")
 }
 
 // memoryState is what the memory manager keeps: the policy's name, what
@@ -210,7 +199,7 @@ func checkpointOf(policy string, machine nodefacts.MemoryState, assigned nodefac
 	return cp
 }
 
-// save writes the state file atomically, as upstream's checkpoint manager.
+// save writes the state file.
 func (s *memoryState) save(path string) error {
 	machine, err := s.machine()
 	if err != nil {
@@ -218,29 +207,5 @@ func (s *memoryState) save(path string) error {
 	}
 	cp := checkpointOf(s.policy, machine, s.assigned)
 	cp.Checksum = cp.sum()
-	raw, err := json.Marshal(cp)
-	if err != nil {
-		return err
-	}
-	return writeAtomic(path, raw)
-}
-
-// writeAtomic writes a state file through a temporary file and a rename.
-func writeAtomic(path string, raw []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(raw); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return writeCheckpoint(path, cp)
 }

@@ -315,7 +315,7 @@ func (a *Allocator) Allocate(c *typesv1.Container, hint topo.Hint) error {
 // integer CPU request: its containers and sidecars (upstream
 // guaranteedCPUs). Regular init containers run in the shared pool.
 func exclusiveContainers(pod *typesv1.Pod) []*typesv1.Container {
-	if podQOS(pod) != nodefacts.Guaranteed {
+	if nodefacts.PodQOS(pod) != nodefacts.Guaranteed {
 		return nil
 	}
 	var out []*typesv1.Container
@@ -389,23 +389,4 @@ func (p *Policy) Describe() string {
 		opts = append(opts, OptionStrictCPUReservation)
 	}
 	return strings.TrimSpace(p.Name + " " + strings.Join(opts, ","))
-}
-
-// podQOS is the pod's class: the one it has, else upstream's formula.
-func podQOS(pod *typesv1.Pod) nodefacts.QOSClass {
-	if q := pod.GetQosClass(); q != "" {
-		return nodefacts.QOSClass(q)
-	}
-	amounts := func(l *typesv1.ResourceList) nodefacts.CPUMemory {
-		return nodefacts.CPUMemory{CPUMillis: l.GetCpuMillis(), MemoryBytes: l.GetMemoryBytes()}
-	}
-	var podLevel *nodefacts.Requirements
-	if pr := pod.GetPodResources(); pr != nil {
-		podLevel = &nodefacts.Requirements{Requests: amounts(pr.GetRequests()), Limits: amounts(pr.GetLimits())}
-	}
-	var containers []nodefacts.Requirements
-	for _, c := range slices.Concat(pod.GetInitContainers(), pod.GetContainers()) {
-		containers = append(containers, nodefacts.Requirements{Requests: amounts(requestsOf(c)), Limits: amounts(c.GetResources().GetLimits())})
-	}
-	return nodefacts.ComputeQOS(podLevel, containers)
 }

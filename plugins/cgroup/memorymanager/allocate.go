@@ -46,12 +46,8 @@ func Assignments(in []*cgroupv1.MemoryAssignment) nodefacts.MemoryAssignments {
 		if out[as.GetPodUid()] == nil {
 			out[as.GetPodUid()] = map[string][]nodefacts.MemoryBlock{}
 		}
-		for _, b := range as.GetBlocks() {
-			var nodes []int
-			for _, n := range b.GetNumaAffinity() {
-				nodes = append(nodes, int(n))
-			}
-			out[as.GetPodUid()][as.GetContainerName()] = append(out[as.GetPodUid()][as.GetContainerName()], nodefacts.MemoryBlock{NUMAAffinity: nodes, Type: b.GetType(), Size: b.GetSize()})
+		if blocks := as.GetBlocks(); len(blocks) > 0 {
+			out[as.GetPodUid()][as.GetContainerName()] = append(out[as.GetPodUid()][as.GetContainerName()], nodefacts.MemoryBlocksFromProto(blocks)...)
 		}
 	}
 	return out
@@ -61,15 +57,7 @@ func Assignments(in []*cgroupv1.MemoryAssignment) nodefacts.MemoryAssignments {
 func (a *Allocator) Result() []*cgroupv1.MemoryAssignment {
 	var out []*cgroupv1.MemoryAssignment
 	for _, name := range a.order {
-		as := &cgroupv1.MemoryAssignment{PodUid: a.pod.GetUid(), ContainerName: name}
-		for _, b := range a.own[name] {
-			mb := &cgroupv1.MemoryBlock{Type: b.Type, Size: b.Size}
-			for _, n := range b.NUMAAffinity {
-				mb.NumaAffinity = append(mb.NumaAffinity, int32(n))
-			}
-			as.Blocks = append(as.Blocks, mb)
-		}
-		out = append(out, as)
+		out = append(out, &cgroupv1.MemoryAssignment{PodUid: a.pod.GetUid(), ContainerName: name, Blocks: nodefacts.MemoryBlocksProto(a.own[name])})
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	cgroupv1 "github.com/microlet/microlet/proto/microlet/cgroup/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 	"github.com/microlet/microlet/sdk"
+	"github.com/microlet/microlet/sdk/nodefacts"
 )
 
 // Managers are the kubelet's resource managers: the topology manager and
@@ -48,7 +49,7 @@ func (m *Managers) Allocate(req *cgroupv1.AllocateCPUsRequest) (*cgroupv1.Alloca
 		resp.MemoryTables = append(resp.MemoryTables, n)
 	}
 	pod := req.GetPod()
-	nodes := numaNodes(req)
+	nodes := nodefacts.NUMANodeIDs(req.GetNumaNodes(), req.GetCpus())
 	mem := m.Memory.NewAllocator(req, tables, PodQOS(pod) == Guaranteed)
 	devices := topology.NewDevices(pod, nodes, req.GetDevices())
 	providers := []topology.Provider{devices, cpu, mem}
@@ -63,24 +64,6 @@ func (m *Managers) Allocate(req *cgroupv1.AllocateCPUsRequest) (*cgroupv1.Alloca
 	resp.MemoryAssignments = mem.Result()
 	resp.DeviceAffinities = devices.Affinities()
 	return resp, nil
-}
-
-// numaNodes are the node's NUMA nodes: those with memory, else those of
-// its CPUs, else node 0 (what cAdvisor reports of a machine without NUMA).
-func numaNodes(req *cgroupv1.AllocateCPUsRequest) []int {
-	seen := map[int]bool{}
-	for _, n := range req.GetNumaNodes() {
-		seen[int(n.GetId())] = true
-	}
-	if len(seen) == 0 {
-		for _, c := range req.GetCpus() {
-			seen[int(c.GetNumaNode())] = true
-		}
-	}
-	if len(seen) == 0 {
-		seen[0] = true
-	}
-	return slices.Sorted(maps.Keys(seen))
 }
 
 // nodeReserved is what node allocatable holds back of memory and each

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
+	"github.com/microlet/microlet/sdk/nodefacts"
 )
 
 func TestComputePodQOS(t *testing.T) {
@@ -42,7 +43,7 @@ func TestComputePodQOS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ComputePodQOS(tt.pod); got != tt.want {
+			if got := string(nodefacts.ComputePodQOS(tt.pod)); got != tt.want {
 				t.Errorf("ComputePodQOS = %s, want %s", got, tt.want)
 			}
 		})
