@@ -124,13 +124,14 @@ func mayRunPreStop(pod *v1.Pod, runtimePod *container.Pod) bool {
 
 // killContainer stops one container: its preStop hook first, bounded by the
 // grace period, then its turn in the termination ordering, then a stop slot
-// (podSlots: those of its pod's kill, nil for a lone stop; and the node's),
+// (podSlots: its pod's kill's, nil for a lone stop; then the pod's own stop
+// or one of the node's),
 // then StopContainer with what is left of the grace period, at least 2 s.
 // The waits count against the grace period, as the kubelet counts the
 // preStop hook's time: containers beyond the slots of a very large pod get
 // their SIGTERM later, and the pod's stop still ends near its grace period.
 // pod is nil for an orphan.
-func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, kill containerToKill, podIPs []string, gracePeriodOverride *int64, ordering *terminationOrdering, podSlots chan struct{}) error {
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, kill containerToKill, podIPs []string, gracePeriodOverride *int64, ordering *terminationOrdering, podSlots *podStopSlots) error {
 	spec := kill.Spec
 	if spec == nil && pod != nil {
 		spec = containerSpec(pod, kill.Name)
