@@ -208,12 +208,28 @@ func (r *fakeRuntime) cleanedUp(uid types.UID) bool {
 	return slices.Contains(r.cleanups, uid)
 }
 
-// fakeEvents is a PLEG that never reports anything.
-type fakeEvents struct{}
+// fakeEvents is a PLEG that never reports anything and records the
+// statuses it is told of.
+type fakeEvents struct {
+	mu       sync.Mutex
+	observed []types.UID
+}
 
-func (fakeEvents) Watch() <-chan *pleg.PodLifecycleEvent { return nil }
-func (fakeEvents) Healthy() (bool, error)                { return true, nil }
-func (fakeEvents) RelistSoon()                           {}
+func (*fakeEvents) Watch() <-chan *pleg.PodLifecycleEvent { return nil }
+func (*fakeEvents) Healthy() (bool, error)                { return true, nil }
+func (*fakeEvents) RelistSoon()                           {}
+
+func (e *fakeEvents) Observed(s *container.PodStatus) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.observed = append(e.observed, s.UID)
+}
+
+func (e *fakeEvents) wasObserved(uid types.UID) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Contains(e.observed, uid)
+}
 
 // fakeHealth says the runtime is ready; the network as the test sets it.
 type fakeHealth struct {

@@ -29,6 +29,7 @@ type harness struct {
 	loop     *Loop
 	runtime  *fakeRuntime
 	health   *fakeHealth
+	events   *fakeEvents
 	admitter *fakeAdmitter
 	statuses *status.Manager
 	reasons  *status.ReasonCache
@@ -40,7 +41,7 @@ func newHarness(t *testing.T, maxPods int) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h := &harness{t: t, ctx: ctx, runtime: newFakeRuntime(), health: &fakeHealth{},
+	h := &harness{t: t, ctx: ctx, runtime: newFakeRuntime(), health: &fakeHealth{}, events: &fakeEvents{},
 		admitter: &fakeAdmitter{verdict: Admission{Admit: true}}, statuses: status.NewManager(hclog.NewNullLogger(), nil),
 		reasons: status.NewReasonCache(), created: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 
@@ -62,7 +63,7 @@ func newHarness(t *testing.T, maxPods int) *harness {
 	h.loop, err = New(Options{
 		Config:    config,
 		Runtime:   h.runtime,
-		Events:    fakeEvents{},
+		Events:    h.events,
 		Cache:     cache,
 		Statuses:  h.statuses,
 		Reasons:   h.reasons,
