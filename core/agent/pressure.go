@@ -137,6 +137,11 @@ func (e evictionPods) ActivePods() []*v1.Pod { return e.p.loop.ActivePods() }
 
 func (e evictionPods) PodView(pod *v1.Pod) *typesv1.Pod { return e.p.podView(pod) }
 
+func (e evictionPods) PodCgroup(uid types.UID) (string, bool) {
+	cgroup, _, ok := e.p.cgroups.PodCgroup(uid)
+	return cgroup, ok
+}
+
 func (e evictionPods) KillPod(pod *v1.Pod, evict bool, gracePeriod *int64, statusFn podworkers.PodStatusFunc) error {
 	return e.p.loop.KillPod(pod, evict, gracePeriod, statusFn)
 }

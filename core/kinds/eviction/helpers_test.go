@@ -92,6 +92,10 @@ func (f *fakePods) PodView(pod *v1.Pod) *typesv1.Pod {
 	return podview.Pod(pod, &pod.Status, nil, podview.Extra{QOSClass: string(status.GetPodQOS(pod)), CgroupParent: "/kubepods/pod" + string(pod.UID)}, nil)
 }
 
+func (f *fakePods) PodCgroup(uid types.UID) (string, bool) {
+	return "/kubepods/pod" + string(uid), true
+}
+
 func (f *fakePods) KillPod(pod *v1.Pod, evict bool, grace *int64, statusFn podworkers.PodStatusFunc) error {
 	if !evict || grace == nil {
 		return fmt.Errorf("KillPod(evict=%t, grace=%v), want an eviction with a grace period", evict, grace)

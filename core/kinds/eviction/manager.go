@@ -68,6 +68,9 @@ type Pods interface {
 	ActivePods() []*v1.Pod
 	// PodView is the pod as plugins see it.
 	PodView(pod *v1.Pod) *typesv1.Pod
+	// PodCgroup is the pod's cgroup, from the hierarchy's root, once it
+	// has one: all the pressure poll needs of a pod, every second.
+	PodCgroup(uid types.UID) (string, bool)
 	// KillPod stops a pod through the sync loop and waits until its
 	// containers are stopped (syncloop.Loop.KillPod).
 	KillPod(pod *v1.Pod, evict bool, gracePeriod *int64, statusFn podworkers.PodStatusFunc) error
@@ -276,13 +279,14 @@ func (m *Manager) pressureReached() string {
 	m.mu.Lock()
 	levels := m.pressureLevels
 	m.mu.Unlock()
-	return m.opts.Pressure.reached(levels, func() []*typesv1.Pod {
-		active := m.opts.Pods.ActivePods()
-		views := make([]*typesv1.Pod, 0, len(active))
-		for _, pod := range active {
-			views = append(views, m.opts.Pods.PodView(pod))
+	return m.opts.Pressure.reached(levels, func() []podCgroup {
+		var out []podCgroup
+		for _, pod := range m.opts.Pods.ActivePods() {
+			if cgroup, ok := m.opts.Pods.PodCgroup(pod.UID); ok {
+				out = append(out, podCgroup{uid: string(pod.UID), name: pod.Namespace + "/" + pod.Name, cgroup: cgroup})
+			}
 		}
-		return views
+		return out
 	})
 }
 

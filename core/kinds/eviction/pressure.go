@@ -120,10 +120,17 @@ func (p *Pressure) addPressure(sample *stats.Sample, pods []*typesv1.Pod) {
 	}
 }
 
+// podCgroup is a pod as the pressure poll reads it.
+type podCgroup struct {
+	uid, name string
+	// cgroup is the pod's cgroup, from the hierarchy's root.
+	cgroup string
+}
+
 // reached names the first level of levels that the node's or a listed
 // pod's memory pressure is above now; "" when none is. Only the files the
 // levels need are read: the node's one file, and each listed active pod's.
-func (p *Pressure) reached(levels []*evictionv1.PressureNotification, pods func() []*typesv1.Pod) string {
+func (p *Pressure) reached(levels []*evictionv1.PressureNotification, pods func() []podCgroup) string {
 	var node *typesv1.PSIStats
 	var podPSI map[string]podPressure
 	for _, l := range levels {
@@ -157,9 +164,9 @@ type podPressure struct {
 	psi  *typesv1.PSIStats
 }
 
-// podPressure reads, by UID, the memory pressure of the pods with a cgroup
-// that a level on pods lists.
-func (p *Pressure) podPressure(pods []*typesv1.Pod, levels []*evictionv1.PressureNotification) map[string]podPressure {
+// podPressure reads, by UID, the memory pressure of the pods that a level
+// on pods lists.
+func (p *Pressure) podPressure(pods []podCgroup, levels []*evictionv1.PressureNotification) map[string]podPressure {
 	out := map[string]podPressure{}
 	if p.Unified == "" {
 		return out
@@ -171,11 +178,11 @@ func (p *Pressure) podPressure(pods []*typesv1.Pod, levels []*evictionv1.Pressur
 		}
 	}
 	for _, pod := range pods {
-		if pod.GetCgroupParent() == "" || !listed[pod.GetUid()] {
+		if !listed[pod.uid] {
 			continue
 		}
-		if psi, err := p.Cgroup(pod.GetCgroupParent()); err == nil {
-			out[pod.GetUid()] = podPressure{name: pod.GetNamespace() + "/" + pod.GetName(), psi: psi}
+		if psi, err := p.Cgroup(pod.cgroup); err == nil {
+			out[pod.uid] = podPressure{name: pod.name, psi: psi}
 		}
 	}
 	return out

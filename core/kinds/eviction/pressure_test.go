@@ -121,7 +121,8 @@ func TestPressureReached(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, pod := pressureFixture(t, tt.node, tt.pod)
-			if got := p.reached(tt.levels, func() []*typesv1.Pod { return []*typesv1.Pod{pod} }); got != tt.want {
+			listed := []podCgroup{{uid: pod.GetUid(), name: pod.GetNamespace() + "/" + pod.GetName(), cgroup: pod.GetCgroupParent()}}
+			if got := p.reached(tt.levels, func() []podCgroup { return listed }); got != tt.want {
 				t.Errorf("reached = %q, want %q", got, tt.want)
 			}
 		})
@@ -141,18 +142,18 @@ func BenchmarkPressurePoll(b *testing.B) {
 	if _, err := p.Cgroup("/"); err != nil {
 		b.Skip("no PSI here: ", err)
 	}
-	pods := make([]*typesv1.Pod, 30)
+	pods := make([]podCgroup, 30)
 	uids := make([]string, len(pods))
 	for i := range pods {
 		uids[i] = fmt.Sprint(i)
-		pods[i] = &typesv1.Pod{Uid: uids[i], Name: uids[i], CgroupParent: "/"}
+		pods[i] = podCgroup{uid: uids[i], name: uids[i], cgroup: "/"}
 	}
 	levels := []*evictionv1.PressureNotification{
 		{Line: "some", WindowSeconds: 10, Percent: 40}, {Line: "full", WindowSeconds: 10, Percent: 20},
 		{Pods: true, Line: "full", WindowSeconds: 10, Percent: 60, PodUids: uids},
 	}
 	for b.Loop() {
-		if got := p.reached(levels, func() []*typesv1.Pod { return pods }); got != "" {
+		if got := p.reached(levels, func() []podCgroup { return pods }); got != "" {
 			b.Logf("level reached: %s", got)
 		}
 	}

@@ -21,9 +21,9 @@ func TestRelistComparesWithObservedStatus(t *testing.T) {
 		// loop read; listed is what the relist lists; readAfterListing
 		// makes the read begin at the relist's start rather than before.
 		before, observed, listed *container.Pod
-		readAfterListing bool
-		wantEvents       []string
-		wantInspected    []types.UID
+		readAfterListing         bool
+		wantEvents               []string
+		wantInspected            []types.UID
 	}{
 		{name: "the start the read saw", before: pod("a", "sb"), observed: pod("a", "sb", "c1=running"), listed: pod("a", "sb", "c1=running")},
 		{name: "a container died after the read", before: pod("a", "sb"), observed: pod("a", "sb", "c1=running"), listed: pod("a", "sb", "c1=exited"),
