@@ -94,7 +94,7 @@ func (c *cadvisorCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
 	c.collectMachine(ch)
-	summary, err := c.h.opts.Stats.Sample(c.ctx, false)
+	summary, err := c.h.opts.Stats.CadvisorSample(c.ctx)
 	if err != nil {
 		c.h.log.Debug("no container metrics for /metrics/cadvisor", "error", err)
 		ch <- prometheus.MustNewConstMetric(scrapeErrorDesc, prometheus.GaugeValue, 1)

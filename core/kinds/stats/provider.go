@@ -53,6 +53,13 @@ func (p *Provider) Sample(ctx context.Context, fresh bool) (*Sample, error) {
 	return p.get(ctx, &statsv1.GetSummaryRequest{Fresh: fresh})
 }
 
+// CadvisorSample is a full summary with the counters only
+// /metrics/cadvisor exports (CFS periods, block I/O, page cache), from the
+// plugin's last such measurement when it is recent.
+func (p *Provider) CadvisorSample(ctx context.Context) (*Sample, error) {
+	return p.get(ctx, &statsv1.GetSummaryRequest{CadvisorCounters: true})
+}
+
 // Summary is Sample in the kubelet's Summary API.
 func (p *Provider) Summary(ctx context.Context, fresh bool) (*statsapi.Summary, error) {
 	s, err := p.Sample(ctx, fresh)

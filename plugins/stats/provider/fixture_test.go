@@ -160,6 +160,7 @@ func newFixture(t *testing.T) *fixture {
 		podCgroup + "/memory.max":             "10000000\n",
 		podCgroup + "/memory.stat":            "inactive_file 500000\nanon 1500000\npgfault 10\npgmajfault 1\n",
 		podCgroup + "/c-app/cgroup.procs":     "10\n11\n",
+		podCgroup + "/c-app/memory.stat":      "file 4096\n",
 		podCgroup + "/sandbox-1/cgroup.procs": "9\n",
 	} {
 		write(t, filepath.Join(f.cgroups, path), content)

@@ -27,8 +27,44 @@ type Plugin struct {
 
 	mu     sync.Mutex
 	maxAge time.Duration
-	// answers are the last summaries, full [0] and cpu-and-memory [1].
-	answers [2]*answer
+	// answers are the last summaries, by kind.
+	answers [kinds]*answer
+}
+
+// kind is what a summary measures.
+type kind int
+
+const (
+	// full is the kubelet's Summary API.
+	full kind = iota
+	// cpuAndMemory is /stats/summary?only_cpu_and_memory=true.
+	cpuAndMemory
+	// cadvisor is full and the cgroups' counters that only
+	// /metrics/cadvisor exports: reading them from every container's
+	// cgroup doubles a summary's cost, which the eviction manager's
+	// summary every 10 s and /stats/summary do not pay.
+	cadvisor
+	kinds
+)
+
+// requestKind is the kind of summary req asks for.
+func requestKind(req *statsv1.GetSummaryRequest) kind {
+	switch {
+	case req.GetOnlyCpuAndMemory():
+		return cpuAndMemory
+	case req.GetCadvisorCounters():
+		return cadvisor
+	}
+	return full
+}
+
+// serving are the kinds of answer that serve a request of kind k: its own,
+// and for a full one also a cadvisor one, which holds all of it.
+func serving(k kind) []kind {
+	if k == full {
+		return []kind{full, cadvisor}
+	}
+	return []kind{k}
 }
 
 // answer is one assembled summary.
@@ -83,17 +119,14 @@ func (p *Plugin) Configure(_ context.Context, cfg *Config, host *sdk.Host) error
 // request's deadline would never finish, and every request would fail.
 const measureTimeout = time.Minute
 
-// GetSummary answers from the last summary of the same kind when it is at
-// most max_age old and the request does not ask for fresh stats, and
-// measures otherwise. A request whose deadline comes before the
+// GetSummary answers from the last summary that serves the request's kind
+// when it is at most max_age old and the request does not ask for fresh
+// stats, and measures otherwise. A request whose deadline comes before the
 // measurement ends gets the last summary of its kind, however old (its
 // timestamps say so), unless it asked for fresh stats; the measurement goes
 // on and its summary answers the requests after it.
 func (p *Plugin) GetSummary(ctx context.Context, req *statsv1.GetSummaryRequest) (*typesv1.NodeStats, []*typesv1.PodStats, error) {
-	kind := 0
-	if req.GetOnlyCpuAndMemory() {
-		kind = 1
-	}
+	kind := requestKind(req)
 	fresh := req.GetFresh()
 	if a := p.recent(kind); a != nil && !fresh {
 		return a.node, a.pods, nil
@@ -123,7 +156,7 @@ func (p *Plugin) GetSummary(ctx context.Context, req *statsv1.GetSummaryRequest)
 		defer p.unlock()
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), measureTimeout)
 		defer cancel()
-		sample, err := p.sampler.sample(mctx, req.GetOnlyCpuAndMemory())
+		sample, err := p.sampler.sample(mctx, kind)
 		if err == nil {
 			node, pods := summary.Build(sample, p.rates)
 			measured = &answer{at: sample.Time, node: node, pods: pods}
@@ -144,16 +177,27 @@ func (p *Plugin) GetSummary(ctx context.Context, req *statsv1.GetSummaryRequest)
 	}
 }
 
-// last is the last answer of kind, however old, for a request that did not
-// ask for fresh stats and whose deadline came first; err otherwise.
-func (p *Plugin) last(kind int, fresh bool, err error) (*typesv1.NodeStats, []*typesv1.PodStats, error) {
-	p.mu.Lock()
-	a := p.answers[kind]
-	p.mu.Unlock()
+// last is the newest answer serving kind, however old, for a request that
+// did not ask for fresh stats and whose deadline came first; err otherwise.
+func (p *Plugin) last(k kind, fresh bool, err error) (*typesv1.NodeStats, []*typesv1.PodStats, error) {
+	a := p.newest(k)
 	if a == nil || fresh {
 		return nil, nil, err
 	}
 	return a.node, a.pods, nil
+}
+
+// newest is the newest answer serving kind k; nil before the first.
+func (p *Plugin) newest(k kind) *answer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out *answer
+	for _, s := range serving(k) {
+		if a := p.answers[s]; a != nil && (out == nil || a.at.After(out.at)) {
+			out = a
+		}
+	}
+	return out
 }
 
 // token is the measuring token's channel, made on first use so that a
@@ -167,11 +211,13 @@ func (p *Plugin) token() chan struct{} {
 func (p *Plugin) lock()   { p.token() <- struct{}{} }
 func (p *Plugin) unlock() { <-p.token() }
 
-// recent is the last answer of kind if it is at most max_age old.
-func (p *Plugin) recent(kind int) *answer {
+// recent is the newest answer serving kind k if it is at most max_age old.
+func (p *Plugin) recent(k kind) *answer {
+	a := p.newest(k)
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if a := p.answers[kind]; a != nil && time.Since(a.at) <= p.maxAge {
+	maxAge := p.maxAge
+	p.mu.Unlock()
+	if a != nil && time.Since(a.at) <= maxAge {
 		return a
 	}
 	return nil

@@ -174,6 +174,42 @@ func TestSummaryOnlyCPUAndMemory(t *testing.T) {
 	}
 }
 
+// The counters only /metrics/cadvisor exports (here a container's page
+// cache) are read for a request that asks for them alone; such an answer
+// serves a full request too, and a full answer does not serve it.
+func TestCadvisorCounters(t *testing.T) {
+	f := newFixture(t)
+	h := serve(t, f, f.config())
+	measured := func() int { return f.host.count("ListContainerStats") }
+	cache := func(req *statsv1.GetSummaryRequest) *uint64 {
+		t.Helper()
+		_, pods, err := getSummary(t, h, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods) != 1 || len(pods[0].GetContainers()) != 1 {
+			t.Fatalf("pods = %v, want web with app", pods)
+		}
+		return pods[0].GetContainers()[0].GetMemory().CacheBytes
+	}
+
+	if got := cache(&statsv1.GetSummaryRequest{Fresh: true}); got != nil {
+		t.Errorf("a full summary has the container's page cache (%d): it read the container's cgroup for nothing", *got)
+	}
+	if got := cache(&statsv1.GetSummaryRequest{CadvisorCounters: true}); got == nil || *got != 4096 {
+		t.Errorf("the cadvisor summary's container page cache = %v, want 4096", got)
+	}
+	if got := measured(); got != 2 {
+		t.Errorf("a cadvisor request after a full answer measured %d times in all, want 2", got)
+	}
+	if got := cache(&statsv1.GetSummaryRequest{}); got == nil || *got != 4096 {
+		t.Errorf("a full request after a cadvisor answer got page cache %v, want that answer's 4096", got)
+	}
+	if got := measured(); got != 2 {
+		t.Errorf("a full request within max_age of a cadvisor answer measured %d times in all, want 2", got)
+	}
+}
+
 func TestSummaryCache(t *testing.T) {
 	f := newFixture(t)
 	h := serve(t, f, f.config())

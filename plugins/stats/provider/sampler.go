@@ -59,15 +59,18 @@ type hostView struct {
 	imageFs    *hostv1.ImageFsInfoResponse
 }
 
-// sample measures everything a summary needs; filesystems, network,
-// rlimit and processes only when onlyCPUAndMemory is false.
-func (s *sampler) sample(ctx context.Context, onlyCPUAndMemory bool) (summary.Sample, error) {
+// sample measures everything a summary of kind k needs: filesystems,
+// network, rlimit and processes unless it is cpu and memory alone; the
+// cgroups' cAdvisor counters only for /metrics/cadvisor.
+func (s *sampler) sample(ctx context.Context, k kind) (summary.Sample, error) {
+	onlyCPUAndMemory := k == cpuAndMemory
 	out := summary.Sample{Time: time.Now(), OnlyCPUAndMemory: onlyCPUAndMemory}
 	view, err := s.ask(ctx, onlyCPUAndMemory)
 	if err != nil {
 		return out, err
 	}
-	if out.Node, err = s.nodeSample(view, onlyCPUAndMemory); err != nil {
+	counters := k == cadvisor
+	if out.Node, err = s.nodeSample(view, onlyCPUAndMemory, counters); err != nil {
 		return out, err
 	}
 	byID := make(map[string]*hostv1.RuntimeContainerStats, len(view.containers))
@@ -75,7 +78,7 @@ func (s *sampler) sample(ctx context.Context, onlyCPUAndMemory bool) (summary.Sa
 		byID[c.GetContainerId()] = c
 	}
 	for _, pod := range view.pods {
-		if p, ok := s.podSample(out, view.node, pod, byID); ok {
+		if p, ok := s.podSample(out, view.node, pod, byID, counters); ok {
 			out.Pods = append(out.Pods, p)
 		}
 	}
@@ -109,8 +112,8 @@ func (s *sampler) ask(ctx context.Context, onlyCPUAndMemory bool) (hostView, err
 // nodeSample measures the node. Memory, the root cgroup and, for a full
 // summary, the agent's root filesystem and the image filesystem are
 // required, as the kubelet's summary fails without them; the rest is
-// best effort.
-func (s *sampler) nodeSample(v hostView, onlyCPUAndMemory bool) (summary.NodeSample, error) {
+// best effort. counters adds the cAdvisor counters.
+func (s *sampler) nodeSample(v hostView, onlyCPUAndMemory, counters bool) (summary.NodeSample, error) {
 	out := summary.NodeSample{Name: v.node.GetName(), BootTime: s.bootTime}
 	if out.Name == "" {
 		out.Name = s.nodeName
@@ -124,7 +127,7 @@ func (s *sampler) nodeSample(v hostView, onlyCPUAndMemory bool) (summary.NodeSam
 	}
 	out.MemoryCapacity = *meminfo.MemTotalBytes
 	out.SwapTotal, out.SwapFree = meminfo.SwapTotalBytes, meminfo.SwapFreeBytes
-	if out.Root, err = s.cgroups.ReadRoot(meminfo, !onlyCPUAndMemory); err != nil {
+	if out.Root, err = s.cgroups.ReadRoot(meminfo, counters); err != nil {
 		return out, fmt.Errorf("read the root cgroup: %w", err)
 	}
 	if out.Root.CPUUsageNanos == nil {
@@ -135,7 +138,7 @@ func (s *sampler) nodeSample(v hostView, onlyCPUAndMemory bool) (summary.NodeSam
 		out.Root.CPUUsageNanos = &usage
 	}
 	s.nodePressure(&out.Root)
-	out.Pods = s.podsCgroup(v.node, onlyCPUAndMemory)
+	out.Pods = s.podsCgroup(v.node, counters)
 	if onlyCPUAndMemory {
 		return out, nil
 	}
@@ -152,6 +155,9 @@ func (s *sampler) nodeSample(v hostView, onlyCPUAndMemory bool) (summary.NodeSam
 	out.Rlimit = s.proc.Rlimit()
 	if out.Network, err = s.proc.Network(); err != nil {
 		s.log.Debug("cannot read the node's network interfaces", "error", err)
+	}
+	if !counters {
+		return out, nil
 	}
 	if out.FilesystemIO, err = s.proc.FilesystemIO(); err != nil {
 		s.log.Debug("cannot read the node's filesystems' I/O", "error", err)
@@ -177,9 +183,10 @@ func (s *sampler) nodePressure(root *summary.CgroupSample) {
 	}
 }
 
-// podsCgroup measures the cgroup every pod lives in; nil when it does not
-// exist or cannot be read (the kubelet skips a system container then).
-func (s *sampler) podsCgroup(node *typesv1.Node, onlyCPUAndMemory bool) *summary.PodsCgroupSample {
+// podsCgroup measures the cgroup every pod lives in, its cAdvisor counters
+// too with counters; nil when it does not exist or cannot be read (the
+// kubelet skips a system container then).
+func (s *sampler) podsCgroup(node *typesv1.Node, counters bool) *summary.PodsCgroupSample {
 	path := s.cfg.PodsCgroup
 	if path == "" {
 		path = node.GetPodsCgroup()
@@ -190,7 +197,7 @@ func (s *sampler) podsCgroup(node *typesv1.Node, onlyCPUAndMemory bool) *summary
 			path = podsCgroupSystemd
 		}
 	}
-	cg, err := s.cgroups.Read(path, !onlyCPUAndMemory)
+	cg, err := s.cgroups.Read(path, counters)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("cannot read the pods cgroup", "cgroup", path, "error", err)
@@ -233,7 +240,7 @@ func (s *sampler) runtimeFilesystem(usage *hostv1.FilesystemUsage) *summary.Runt
 
 // podSample measures one pod; false when it has no running container the
 // runtime reports stats of, as the kubelet lists only those.
-func (s *sampler) podSample(sample summary.Sample, node *typesv1.Node, pod *typesv1.Pod, stats map[string]*hostv1.RuntimeContainerStats) (summary.PodSample, bool) {
+func (s *sampler) podSample(sample summary.Sample, node *typesv1.Node, pod *typesv1.Pod, stats map[string]*hostv1.RuntimeContainerStats, counters bool) (summary.PodSample, bool) {
 	out := summary.PodSample{Pod: pod}
 	cgroup := collect.CgroupPath(pod.GetCgroupParent())
 	for _, c := range append(append([]*typesv1.Container{}, pod.GetInitContainers()...), pod.GetContainers()...) {
@@ -247,7 +254,7 @@ func (s *sampler) podSample(sample summary.Sample, node *typesv1.Node, pod *type
 		}
 		if !sample.OnlyCPUAndMemory {
 			cs.Logs = s.logs(pod, filepath.Join(pod.GetLogDirectory(), c.GetName()))
-			cs.Processes, cs.Counters = s.containerCgroup(cgroup, c.GetContainerId())
+			cs.Processes, cs.Counters = s.containerCgroup(cgroup, c.GetContainerId(), counters)
 		}
 		out.Containers = append(out.Containers, cs)
 	}
@@ -255,7 +262,7 @@ func (s *sampler) podSample(sample summary.Sample, node *typesv1.Node, pod *type
 		return out, false
 	}
 	if cgroup != "" {
-		cg, err := s.cgroups.Read(cgroup, !sample.OnlyCPUAndMemory)
+		cg, err := s.cgroups.Read(cgroup, counters)
 		if err != nil {
 			s.log.Debug("cannot read the pod cgroup; the pod's cpu and memory are its containers' sum", "pod", podName(pod), "cgroup", cgroup, "error", err)
 		} else {
@@ -317,10 +324,10 @@ func (s *sampler) logs(pod *typesv1.Pod, dir string) *summary.DiskUsage {
 	return usage
 }
 
-// containerCgroup counts a container's processes and reads its cgroup's
-// counters that the runtime's stats leave out; nil when the cgroup cannot
-// be found or read.
-func (s *sampler) containerCgroup(podCgroup, containerID string) (*uint64, *summary.CgroupCounters) {
+// containerCgroup counts a container's processes and, with counters,
+// reads its cgroup's cAdvisor counters that the runtime's stats leave out;
+// nil when the cgroup cannot be found or read.
+func (s *sampler) containerCgroup(podCgroup, containerID string, counters bool) (*uint64, *summary.CgroupCounters) {
 	if podCgroup == "" {
 		return nil, nil
 	}
@@ -334,12 +341,15 @@ func (s *sampler) containerCgroup(podCgroup, containerID string) (*uint64, *summ
 	} else {
 		processes = &n
 	}
-	counters, err := s.cgroups.Counters(path)
+	if !counters {
+		return processes, nil
+	}
+	read, err := s.cgroups.Counters(path)
 	if err != nil {
 		s.log.Debug("cannot read a container's cgroup counters", "cgroup", path, "error", err)
 		return processes, nil
 	}
-	return processes, &counters
+	return processes, &read
 }
 
 // emptyDir measures an emptyDir volume. One on disk is walked in the

@@ -80,6 +80,7 @@ func BenchmarkSummary(b *testing.B) {
 			req  *statsv1.GetSummaryRequest
 		}{
 			{"full", &statsv1.GetSummaryRequest{Fresh: true}},
+			{"cadvisor", &statsv1.GetSummaryRequest{Fresh: true, CadvisorCounters: true}},
 			{"cpu-and-memory", &statsv1.GetSummaryRequest{Fresh: true, OnlyCpuAndMemory: true}},
 		} {
 			b.Run(fmt.Sprintf("containers=%d/%s", pods, kind.name), func(b *testing.B) {

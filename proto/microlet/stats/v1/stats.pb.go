@@ -27,9 +27,14 @@ type GetSummaryRequest struct {
 	// Only CPU and memory, as /stats/summary?only_cpu_and_memory=true.
 	OnlyCpuAndMemory bool `protobuf:"varint,1,opt,name=only_cpu_and_memory,json=onlyCpuAndMemory,proto3" json:"only_cpu_and_memory,omitempty"`
 	// Measure now rather than answer from a cache (eviction decisions want this).
-	Fresh         bool `protobuf:"varint,2,opt,name=fresh,proto3" json:"fresh,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Fresh bool `protobuf:"varint,2,opt,name=fresh,proto3" json:"fresh,omitempty"`
+	// Also the counters only /metrics/cadvisor exports, which cost a read of
+	// every container's cgroup: CFS periods, block I/O, the node's disk I/O.
+	// Ignored with only_cpu_and_memory. An answer with them serves a request
+	// without them too.
+	CadvisorCounters bool `protobuf:"varint,3,opt,name=cadvisor_counters,json=cadvisorCounters,proto3" json:"cadvisor_counters,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *GetSummaryRequest) Reset() {
@@ -72,6 +77,13 @@ func (x *GetSummaryRequest) GetOnlyCpuAndMemory() bool {
 func (x *GetSummaryRequest) GetFresh() bool {
 	if x != nil {
 		return x.Fresh
+	}
+	return false
+}
+
+func (x *GetSummaryRequest) GetCadvisorCounters() bool {
+	if x != nil {
+		return x.CadvisorCounters
 	}
 	return false
 }
@@ -162,10 +174,11 @@ var File_microlet_stats_v1_stats_proto protoreflect.FileDescriptor
 
 const file_microlet_stats_v1_stats_proto_rawDesc = "" +
 	"\n" +
-	"\x1dmicrolet/stats/v1/stats.proto\x12\x11microlet.stats.v1\x1a\x1dmicrolet/types/v1/stats.proto\"X\n" +
+	"\x1dmicrolet/stats/v1/stats.proto\x12\x11microlet.stats.v1\x1a\x1dmicrolet/types/v1/stats.proto\"\x85\x01\n" +
 	"\x11GetSummaryRequest\x12-\n" +
 	"\x13only_cpu_and_memory\x18\x01 \x01(\bR\x10onlyCpuAndMemory\x12\x14\n" +
-	"\x05fresh\x18\x02 \x01(\bR\x05fresh\"\x81\x01\n" +
+	"\x05fresh\x18\x02 \x01(\bR\x05fresh\x12+\n" +
+	"\x11cadvisor_counters\x18\x03 \x01(\bR\x10cadvisorCounters\"\x81\x01\n" +
 	"\x12GetSummaryResponse\x122\n" +
 	"\x04node\x18\x01 \x01(\v2\x1c.microlet.types.v1.NodeStatsH\x00R\x04node\x12/\n" +
 	"\x03pod\x18\x02 \x01(\v2\x1b.microlet.types.v1.PodStatsH\x00R\x03podB\x06\n" +
