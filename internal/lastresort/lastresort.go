@@ -158,7 +158,7 @@ func fire(w io.Writer, timeout, margin time.Duration) {
 		case err != nil:
 			fmt.Fprintf(w, "lastresort: %s: teardown failed after %v: %v\n", td.what, time.Since(start).Round(time.Millisecond), err)
 		default:
-			fmt.Fprintf(w, "lastresort: tore down %s in %v\n", td.what, time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(w, "lastresort: tore down %s (%v)\n", td.what, time.Since(start).Round(time.Millisecond))
 		}
 	}
 	fmt.Fprintf(w, "lastresort: exiting with status %d before the timeout\n", ExitCode)
