@@ -171,6 +171,16 @@ func started(t *testing.T, socket string) []process {
 	return out
 }
 
+// runs says whether the process is still there, and not a zombie.
+func (p process) runs() bool {
+	proc, err := procfs.NewProc(p.PID)
+	if err != nil {
+		return false
+	}
+	s, err := proc.Stat()
+	return err == nil && s.Starttime == p.Start && s.State != "Z"
+}
+
 // netnsPaths are the network namespace files of the node's sandboxes, from
 // the runtime spec containerd reports with a verbose status.
 func netnsPaths(t *testing.T, cri runtimeapi.RuntimeServiceClient) []string {
@@ -211,11 +221,16 @@ func netnsPaths(t *testing.T, cri runtimeapi.RuntimeServiceClient) []string {
 // checkGone fails t for everything of the report still there.
 func (r report) checkGone(t *testing.T) {
 	t.Helper()
+	// What the watchdog did not stop itself got SIGKILL from the kernel as
+	// its parent exited (plugins from their core, the daemons from the
+	// child): gone within moments.
+	deadline := time.Now().Add(10 * time.Second)
 	for _, p := range r.Processes {
-		if stat, err := procfs.NewProc(p.PID); err == nil {
-			if s, err := stat.Stat(); err == nil && s.Starttime == p.Start && s.State != "Z" {
-				t.Errorf("%s (pid %d) still runs", p.Comm, p.PID)
-			}
+		for p.runs() && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if p.runs() {
+			t.Errorf("%s (pid %d) still runs", p.Comm, p.PID)
 		}
 	}
 	// Another devnode may have claimed the slot since: its run directory,
