@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -128,7 +129,7 @@ func (p *Process) HasExited() bool {
 // Kill SIGKILLs the process, as a crash would, and waits until it has
 // exited.
 func (p *Process) Kill() error {
-	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil && !p.HasExited() {
+	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	<-p.exited

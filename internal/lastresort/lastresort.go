@@ -95,36 +95,35 @@ func pending() []teardown {
 // Main runs m's tests under the watchdog: os.Exit(lastresort.Main(m)).
 // A TestMain that does more before m.Run calls Watch right before it.
 func Main(m *testing.M) int {
-	Watch()
+	stop := Watch()
+	defer stop()
 	return m.Run()
 }
-
-var watchOnce sync.Once
 
 // Watch starts the watchdog for the -test.timeout flag (parsing the
 // command line if nobody has yet, as m.Run would): it fires Margin before
 // the timeout, which m.Run's own alarm counts from about now. With no
-// timeout (-timeout 0) there is nothing to watch. A second call does
-// nothing.
-func Watch() {
-	watchOnce.Do(func() {
-		if !flag.Parsed() {
-			flag.Parse()
-		}
-		f := flag.Lookup("test.timeout")
-		if f == nil {
-			return // not a test binary
-		}
-		timeout, ok := f.Value.(flag.Getter).Get().(time.Duration)
-		if !ok || timeout <= 0 {
-			return
-		}
-		margin := Margin(timeout)
-		time.AfterFunc(timeout-margin, func() {
-			fire(os.Stderr, timeout, margin)
-			os.Exit(ExitCode)
-		})
+// timeout (-timeout 0) there is nothing to watch. Call the returned stop
+// once m.Run has returned: the timeout's alarm ends with it, and what
+// TestMain closes afterwards is no business of the watchdog's.
+func Watch() (stop func()) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	f := flag.Lookup("test.timeout")
+	if f == nil {
+		return func() {} // not a test binary
+	}
+	timeout, ok := f.Value.(flag.Getter).Get().(time.Duration)
+	if !ok || timeout <= 0 {
+		return func() {}
+	}
+	margin := Margin(timeout)
+	timer := time.AfterFunc(timeout-margin, func() {
+		fire(os.Stderr, timeout, margin)
+		os.Exit(ExitCode)
 	})
+	return func() { timer.Stop() }
 }
 
 // Margin is how long before a timeout the watchdog fires.
@@ -151,7 +150,7 @@ func fire(w io.Writer, timeout, margin time.Duration) {
 			return
 		}
 		start := time.Now()
-		err, done := run(td.fn, left)
+		done, err := run(td.fn, left)
 		switch {
 		case !done:
 			fmt.Fprintf(w, "lastresort: %s: teardown still running after %v, going on\n", td.what, left.Round(time.Millisecond))
@@ -166,7 +165,7 @@ func fire(w io.Writer, timeout, margin time.Duration) {
 
 // run runs fn, waiting for it at most bound; a panic in fn is an error,
 // so that one broken teardown does not stop the rest.
-func run(fn func() error, bound time.Duration) (err error, done bool) {
+func run(fn func() error, bound time.Duration) (done bool, err error) {
 	errc := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -178,9 +177,9 @@ func run(fn func() error, bound time.Duration) (err error, done bool) {
 	}()
 	select {
 	case err := <-errc:
-		return err, true
+		return true, err
 	case <-time.After(bound):
-		return nil, false
+		return false, nil
 	}
 }
 

@@ -48,8 +48,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	} else {
-		lastresort.Watch()
+		stop := lastresort.Watch()
 		code = m.Run()
+		stop()
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
