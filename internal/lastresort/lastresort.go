@@ -132,7 +132,7 @@ func Margin(timeout time.Duration) time.Duration {
 }
 
 // fire reports the coming timeout, dumps every goroutine and runs the
-// registered teardowns within the margin.
+// registered teardowns within the margin, each for at most half of it.
 func fire(w io.Writer, timeout, margin time.Duration) {
 	// Leave the last tenth of the margin for the report and the exit.
 	deadline := time.Now().Add(margin * 9 / 10)
@@ -149,11 +149,13 @@ func fire(w io.Writer, timeout, margin time.Duration) {
 			}
 			return
 		}
+		// One teardown that hangs must not take the others' time.
+		bound := min(left, margin/2)
 		start := time.Now()
-		done, err := run(td.fn, left)
+		done, err := run(td.fn, bound)
 		switch {
 		case !done:
-			fmt.Fprintf(w, "lastresort: %s: teardown still running after %v, going on\n", td.what, left.Round(time.Millisecond))
+			fmt.Fprintf(w, "lastresort: %s: teardown still running after %v, going on\n", td.what, bound.Round(time.Millisecond))
 		case err != nil:
 			fmt.Fprintf(w, "lastresort: %s: teardown failed after %v: %v\n", td.what, time.Since(start).Round(time.Millisecond), err)
 		default:

@@ -76,23 +76,21 @@ func TestFireRunsNewestFirstAndGoesOnPastFailures(t *testing.T) {
 
 func TestFireBoundsAHangingTeardown(t *testing.T) {
 	reset(t)
-	ran := false
-	Register("after the hang", func() error { ran = true; return nil })
+	ran := make(chan struct{})
+	Register("after the hang", func() error { close(ran); return nil })
 	release := make(chan struct{})
-	defer close(release)
+	defer close(release) // fire must return before, or the test hangs
 	Register("hanging", func() error { <-release; return nil })
 
 	var out bytes.Buffer
-	start := time.Now()
 	fire(&out, 4*time.Second, time.Second)
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("fire took %v with a margin of 1s", took)
-	}
-	if !strings.Contains(out.String(), "lastresort: hanging: teardown still running") {
+	if !strings.Contains(out.String(), "lastresort: hanging: teardown still running after 500ms, going on") {
 		t.Errorf("the hang is not reported:\n%s", out.String())
 	}
-	if ran || !strings.Contains(out.String(), "out of time, not torn down: after the hang") {
-		t.Errorf("the teardown after the hang ran (%v) or is not reported as skipped:\n%s", ran, out.String())
+	select {
+	case <-ran:
+	default:
+		t.Errorf("the teardown after the hang did not run:\n%s", out.String())
 	}
 }
 
