@@ -37,6 +37,7 @@ import (
 
 	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/freeport"
+	"github.com/microlet/microlet/internal/lastresort"
 	"github.com/microlet/microlet/internal/prereq"
 )
 
@@ -89,6 +90,8 @@ type Cluster struct {
 	api *daemon
 	// The daemons in the order they start; Close stops them in reverse.
 	daemons []*daemon
+	// unregister takes Close off the lastresort watchdog's list.
+	unregister func()
 }
 
 // StartT starts a cluster for t and closes it in t.Cleanup. When a binary
@@ -216,6 +219,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
+	c.unregister = lastresort.Register("devcluster in "+c.Dir, c.Close)
 	return c, nil
 }
 
@@ -280,8 +284,12 @@ func (c *Cluster) LogTails(w io.Writer) {
 }
 
 // Close stops the daemons by their PIDs, last started first, and removes
-// the cluster's directory.
+// the cluster's directory. Calls may overlap (the lastresort watchdog's
+// and a test's): each does every step.
 func (c *Cluster) Close() error {
+	if c.unregister != nil {
+		defer c.unregister()
+	}
 	var errs []error
 	for _, d := range slices.Backward(c.daemons) {
 		errs = append(errs, d.stop())

@@ -10,14 +10,16 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/microlet/microlet/internal/lastresort"
 )
 
 // stopGrace is how long a daemon has to exit after SIGTERM.
 const stopGrace = 10 * time.Second
 
 // daemon is etcd or the API server: a child in a process group of its own
-// (a Ctrl-C of the test does not reach it before the cleanup), its output
-// in a log file.
+// (a Ctrl-C of the test does not reach it before the cleanup) that dies
+// with the test binary (internal/lastresort), its output in a log file.
 type daemon struct {
 	name    string
 	cmd     *exec.Cmd
@@ -36,7 +38,7 @@ func startDaemon(logPath, bin string, args ...string) (*daemon, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := lastresort.StartCommand(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	d := &daemon{name: bin, cmd: cmd, logPath: logPath, exited: make(chan struct{})}

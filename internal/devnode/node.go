@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/microlet/microlet/internal/lastresort"
 )
 
 // Options configure Start.
@@ -76,6 +78,9 @@ type Node struct {
 	containerd  process
 	kubelets    []*Kubelet
 	closed      bool
+	closeDone   chan struct{} // closed once the first Close has finished
+	// unregister takes Close off the lastresort watchdog's list.
+	unregister func()
 }
 
 // newNode lays out the paths of the node in slot s living in dir.
@@ -162,6 +167,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 			return nil, err
 		}
 	}
+	n.unregister = lastresort.Register("devnode "+n.Bridge+" in "+n.Dir, n.Close)
 	n.log.Info("node ready", "socket", n.Socket, "subnet", n.Subnet, "bridge", n.Bridge, "dir", n.Dir)
 	return n, nil
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/microlet/microlet/internal/lastresort"
 )
 
 // process is a daemon the node runs (containerd, a kubelet), or one it found
@@ -20,10 +22,11 @@ type process struct {
 
 // startProcess starts cmd in a process group of its own, so that a Ctrl-C
 // meant for the parent does not reach it before the parent cleans up in
-// order.
+// order, and with a parent-death signal (internal/lastresort), so that a
+// test binary killed outright takes it along.
 func startProcess(cmd *exec.Cmd) (process, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := lastresort.StartCommand(cmd); err != nil {
 		return process{}, err
 	}
 	exited := make(chan struct{})

@@ -35,17 +35,26 @@ const (
 // whatever a crash or a hang left: containers in runc's state, shims
 // (found by their -address argument), CNI attachments, mounts under the
 // node's directories, the bridge. Dir and RunDir go last. Close is
-// idempotent and safe after a failed Start; it does every step even when
-// one fails, and reports all failures.
+// idempotent and safe after a failed Start; a second call waits for the
+// first to finish (the lastresort watchdog may call it while a test's
+// cleanup does). It does every step even when one fails, and reports all
+// failures.
 func (n *Node) Close() error {
 	n.mu.Lock()
 	if n.closed {
+		done := n.closeDone
 		n.mu.Unlock()
+		<-done
 		return nil
 	}
 	n.closed = true
+	n.closeDone = make(chan struct{})
+	defer close(n.closeDone)
 	kubelets := n.kubelets
 	n.mu.Unlock()
+	if n.unregister != nil {
+		defer n.unregister()
+	}
 
 	var errs []error
 	for _, k := range kubelets {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/microlet/microlet/internal/lastresort"
 	"github.com/microlet/microlet/internal/prereq"
 )
 
@@ -65,7 +66,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 func CgroupT(t testing.TB, prefix string) string {
 	t.Helper()
 	root := fmt.Sprintf("/%s-%d-%d", prefix, os.Getpid(), cgroupSeq.Add(1))
+	unregister := lastresort.Register("cgroup root "+root, func() error { return RemoveCgroup(root) })
 	t.Cleanup(func() {
+		defer unregister()
 		if err := RemoveCgroup(root); err != nil {
 			t.Errorf("removing the cgroup root %s: %v", root, err)
 		}

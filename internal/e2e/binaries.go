@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/lastresort"
 )
 
 // EnvDir names the directory holding microlet and every plugin binary.
@@ -21,7 +22,8 @@ const EnvDir = "E2E_BIN_DIR"
 
 // Main runs a test binary's tests with *dir set to $E2E_BIN_DIR, or, when
 // that is unset, to a directory it builds every binary into and removes
-// afterwards. Call it from TestMain: os.Exit(e2e.Main(m, &binDir)).
+// afterwards, under the lastresort watchdog. Call it from TestMain:
+// os.Exit(e2e.Main(m, &binDir)).
 func Main(m *testing.M, dir *string) int {
 	*dir = os.Getenv(EnvDir)
 	if *dir == "" {
@@ -30,14 +32,19 @@ func Main(m *testing.M, dir *string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(tmp)
+		unregister := lastresort.Register("binaries in "+tmp, func() error { return os.RemoveAll(tmp) })
+		defer func() {
+			os.RemoveAll(tmp)
+			unregister()
+		}()
 		if err := Build(tmp); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		*dir = tmp
 	}
-	return m.Run()
+	// The timeout's alarm starts in m.Run, after the build.
+	return lastresort.Main(m)
 }
 
 // Build builds the daemon, the built-in plugins and the example plugins as

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/microlet/microlet/internal/lastresort"
 )
 
 // ChildProcesses lists the live children of parent (a core's plugins) from
@@ -89,15 +92,19 @@ type Process struct {
 	exited chan struct{}
 }
 
-// StartProcess starts cmd and reaps it once it exits.
+// StartProcess starts cmd and reaps it once it exits. Until then the
+// lastresort watchdog SIGKILLs it if the test binary is about to time
+// out, and it dies with the test binary (a parent-death signal).
 func StartProcess(cmd *exec.Cmd) (*Process, error) {
-	if err := cmd.Start(); err != nil {
+	if err := lastresort.StartCommand(cmd); err != nil {
 		return nil, err
 	}
 	p := &Process{Cmd: cmd, exited: make(chan struct{})}
+	unregister := lastresort.Register(fmt.Sprintf("process %s (pid %d)", filepath.Base(cmd.Path), p.PID()), p.Kill)
 	go func() {
 		_ = cmd.Wait()
 		close(p.exited)
+		unregister()
 	}()
 	return p, nil
 }
@@ -122,7 +129,7 @@ func (p *Process) HasExited() bool {
 // Kill SIGKILLs the process, as a crash would, and waits until it has
 // exited.
 func (p *Process) Kill() error {
-	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	<-p.exited

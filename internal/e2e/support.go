@@ -7,6 +7,9 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/lastresort"
 )
 
 // ShortTempDir is a new directory under the system's temp dir, removed
@@ -19,7 +22,16 @@ func ShortTempDir(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The watchdog runs no cleanup of the harness that unmounts what a
+	// core mounted below (pods' volumes), so it unmounts first itself.
+	unregister := lastresort.Register("directory "+dir, func() error {
+		if err := devnode.UnmountUnder(dir); err != nil {
+			return err // RemoveAll would descend into the mounts
+		}
+		return os.RemoveAll(dir)
+	})
 	t.Cleanup(func() {
+		defer unregister()
 		if err := os.RemoveAll(dir); err != nil {
 			t.Errorf("removing %s: %v", dir, err)
 		}

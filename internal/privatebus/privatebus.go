@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/microlet/microlet/internal/e2e"
+	"github.com/microlet/microlet/internal/lastresort"
 	"github.com/microlet/microlet/internal/prereq"
 )
 
@@ -62,7 +63,7 @@ func Start(t *testing.T) *Bus {
 	cmd := exec.Command(daemon, "--config-file="+conf, "--nofork", "--nopidfile", "--nosyslog")
 	var out e2e.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	if err := lastresort.StartCommand(cmd); err != nil {
 		t.Fatalf("starting dbus-daemon: %v", err)
 	}
 	stopByPID(t, "dbus-daemon", cmd, &out)
@@ -80,6 +81,8 @@ func Start(t *testing.T) *Bus {
 }
 
 // stopByPID kills cmd's process by its PID when t ends and waits for it.
+// Started with lastresort.StartCommand, it also dies with the test binary
+// when that times out or is killed.
 func stopByPID(t *testing.T, what string, cmd *exec.Cmd, out *e2e.SyncBuffer) {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -128,7 +131,7 @@ func StartLogind(t *testing.T, bus *Bus, opts LogindOptions) *Logind {
 	if l.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := lastresort.StartCommand(cmd); err != nil {
 		t.Fatalf("starting the logind stand-in: %v", err)
 	}
 	stopByPID(t, "the logind stand-in", cmd, &stderr)

@@ -24,6 +24,7 @@ import (
 	"github.com/microlet/microlet/internal/devcluster"
 	"github.com/microlet/microlet/internal/e2e"
 	"github.com/microlet/microlet/internal/freeport"
+	"github.com/microlet/microlet/internal/lastresort"
 )
 
 // Program is the registry's executable, from Debian's docker-registry.
@@ -43,6 +44,8 @@ type Registry struct {
 
 	client *http.Client
 	proc   *e2e.Process
+	// unregister takes Close off the lastresort watchdog's list.
+	unregister func()
 }
 
 // Start runs a registry in a new directory under parent ("": the system's
@@ -118,7 +121,7 @@ auth:
 	defer logFile.Close() // the child has its own descriptor
 	cmd := exec.Command(Program, "serve", filepath.Join(dir, "config.yml"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if r.proc, err = e2e.StartProcess(cmd); err != nil {
 		return nil, err
 	}
@@ -126,6 +129,7 @@ auth:
 	if err := r.waitServing(ctx); err != nil {
 		return nil, err
 	}
+	r.unregister = lastresort.Register("testregistry in "+r.Dir, r.Close)
 	return r, nil
 }
 
@@ -165,6 +169,9 @@ func (r *Registry) LogTail() string {
 // Close stops the registry by its PID (SIGTERM, SIGKILL after 10 s) and
 // removes its directory.
 func (r *Registry) Close() error {
+	if r.unregister != nil {
+		defer r.unregister()
+	}
 	var errs []error
 	if r.proc != nil {
 		r.proc.Stop(10 * time.Second)

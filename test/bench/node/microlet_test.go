@@ -65,7 +65,7 @@ type microlet struct {
 	node    *devnode.Node
 	logPath string
 	proc    *os.Process
-	exited  chan struct{}
+	exited  <-chan struct{}
 	// plugins are the plugin processes found once the core was ready.
 	plugins []process
 }
@@ -99,7 +99,6 @@ func runMicrolet(b *testing.B, name, bin string, settings ...string) *microlet {
 		manifestDir: manifestDir{dir: filepath.Join(root, "manifests"), image: n.PauseImage},
 		node:        n,
 		logPath:     filepath.Join(n.Dir, "microlet.log"),
-		exited:      make(chan struct{}),
 	}
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {
 		b.Fatal(err)
@@ -121,14 +120,11 @@ func runMicrolet(b *testing.B, name, bin string, settings ...string) *microlet {
 	cmd := exec.Command(filepath.Join(bin, "microlet"), "--config", configPath)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = e2e.CoreEnv()
-	if err := cmd.Start(); err != nil {
+	proc, err := e2e.StartProcess(cmd)
+	if err != nil {
 		b.Fatal(err)
 	}
-	m.proc = cmd.Process
-	go func() {
-		_ = cmd.Wait()
-		close(m.exited)
-	}()
+	m.proc, m.exited = cmd.Process, proc.Exited()
 	// Registered after the node's, so it runs first: a core left running
 	// would restart the pods the node's Close stops.
 	b.Cleanup(func() {

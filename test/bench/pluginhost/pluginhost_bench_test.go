@@ -30,6 +30,7 @@ import (
 
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/internal/e2e"
+	"github.com/microlet/microlet/internal/lastresort"
 	pluginhoste2e "github.com/microlet/microlet/test/e2e/pluginhost"
 	"github.com/microlet/microlet/test/testplugins/smaps"
 )
@@ -47,7 +48,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	} else {
+		stop := lastresort.Watch()
 		code = m.Run()
+		stop()
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)

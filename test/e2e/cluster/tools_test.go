@@ -56,7 +56,7 @@ type daemon struct {
 	cmd *exec.Cmd
 	log *e2e.SyncBuffer
 	// exited is closed once the process has been reaped.
-	exited chan struct{}
+	exited <-chan struct{}
 }
 
 // startDaemon starts bin in the background; when t ends it is stopped by
@@ -64,16 +64,13 @@ type daemon struct {
 // log if t failed.
 func startDaemon(t testing.TB, bin string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{cmd: exec.Command(bin, args...), log: &e2e.SyncBuffer{}, exited: make(chan struct{})}
+	d := &daemon{cmd: exec.Command(bin, args...), log: &e2e.SyncBuffer{}}
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := d.cmd.Start(); err != nil {
+	p, err := e2e.StartProcess(d.cmd)
+	if err != nil {
 		t.Fatalf("starting %s: %v", filepath.Base(bin), err)
 	}
-	go func() {
-		_ = d.cmd.Wait()
-		close(d.exited)
-	}()
+	d.exited = p.Exited()
 	t.Cleanup(func() {
 		_ = d.cmd.Process.Signal(syscall.SIGTERM)
 		select {

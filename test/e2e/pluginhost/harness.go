@@ -23,6 +23,7 @@ import (
 
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/internal/e2e"
+	"github.com/microlet/microlet/internal/lastresort"
 	basev1 "github.com/microlet/microlet/proto/microlet/base/v1"
 )
 
@@ -212,7 +213,9 @@ func StartCore(t testing.TB, core, dir string, plugins ...string) *Core {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	// With a parent-death signal: a test binary that times out or is
+	// killed takes the core, and so its plugins, along.
+	if err := lastresort.StartCommand(cmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

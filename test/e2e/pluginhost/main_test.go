@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/microlet/microlet/core/pluginhost"
+	"github.com/microlet/microlet/internal/lastresort"
 	hostv1 "github.com/microlet/microlet/proto/microlet/host/v1"
 	typesv1 "github.com/microlet/microlet/proto/microlet/types/v1"
 )
@@ -29,7 +30,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	} else {
+		stop := lastresort.Watch()
 		code = m.Run()
+		stop()
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
