@@ -1,8 +1,9 @@
 //go:build linux
 
 // Package exepages returns to the kernel the pages of the running
-// executable that the process mapped but no longer uses. The core and
-// every plugin (through the SDK) do it every Interval.
+// executable that the process mapped but no longer uses, and its free heap.
+// The core and every plugin (through the SDK) do it after each burst of
+// work (policy.go).
 package exepages
 
 import (
@@ -21,31 +22,64 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Interval is how often a long-running microlet process releases: the
-// period of the core's housekeeping, stats and eviction cycles, so that
-// what stays mapped is what one cycle uses. On the benchmark node a
-// release costs the core about 25 minor faults a second to map back what
-// it uses (docs/performance.md).
-const Interval = 10 * time.Second
-
-// ReleaseEvery, every interval until ctx ends (nil) or a release fails
-// (its error: the process maps its executable in a way Release does not
-// know, so it stops trying), collects the heap and returns its free pages
-// to the kernel (debug.FreeOSMemory), then releases the executable's pages.
-func ReleaseEvery(ctx context.Context, interval time.Duration) error {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+// ReleaseAfterBursts runs until ctx ends (nil) or a release fails (its
+// error: the process maps its executable in a way Release does not know, so
+// it stops trying). Every tick it reads how many pages of files the process
+// maps, and when policy says so it collects the heap and returns its free
+// pages to the kernel (debug.FreeOSMemory), then releases the executable's
+// pages. The collection comes first: it reads the stack maps and type data
+// of what it scans, which the release then unmaps too.
+func ReleaseAfterBursts(ctx context.Context) error {
+	statm, err := os.Open("/proc/self/statm")
+	if err != nil {
+		return err
+	}
+	defer statm.Close()
+	mapped, err := filePages(statm)
+	if err != nil {
+		return err
+	}
+	p := newPolicy(time.Now(), mapped)
+	t := time.NewTicker(tick)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case <-t.C:
 		}
-		debug.FreeOSMemory()
+		if mapped, err = filePages(statm); err != nil {
+			return err
+		}
+		now := time.Now()
+		release, collect := p.step(now, mapped)
+		if !release {
+			continue
+		}
+		if collect {
+			debug.FreeOSMemory()
+		}
 		if err := Release(); err != nil {
 			return err
 		}
+		if mapped, err = filePages(statm); err != nil {
+			return err
+		}
+		p.released(now, mapped, collect)
 	}
+}
+
+// filePages is the resident pages of files the process maps, the third
+// field of /proc/self/statm (RssFile and RssShmem): the kernel keeps it as
+// a counter, so a read costs one system call, unlike smaps. In a static Go
+// executable nearly all of it is the executable.
+func filePages(statm *os.File) (int64, error) {
+	var buf [128]byte
+	n, err := statm.ReadAt(buf[:], 0)
+	if err != nil && n == 0 {
+		return 0, fmt.Errorf("read /proc/self/statm: %w", err)
+	}
+	return parseStatm(string(buf[:n]))
 }
 
 // Release unmaps the read-only mappings of the running executable (its
