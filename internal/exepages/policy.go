@@ -28,10 +28,11 @@ const (
 	Interval = 10 * time.Second
 	// tick is how often the process reads how much of its files it maps
 	// (/proc/self/statm, one read).
-	tick = 500 * time.Millisecond
+	tick = time.Second
 	// settle is how long after a release the steady work has had to map
-	// back what it uses: more than the PLEG's one-second period.
-	settle = 2 * time.Second
+	// back what it uses: the core's PLEG relists every second and it checks
+	// each plugin's health every 2 s, which each plugin serves.
+	settle = 3 * time.Second
 	// collectGap is the least time between two collections. Each costs
 	// the core a few milliseconds of CPU; a fixed 10-second timer collected
 	// as often, and a burst every 10 s still gets a collection after it.

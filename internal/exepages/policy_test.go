@@ -18,69 +18,68 @@ func TestPolicy(t *testing.T) {
 		// left is what a release leaves mapped.
 		left int64
 	}
+	// Times are from the policy's start, a release with a collection;
+	// s is settle, h half a tick.
+	const s, h = settle, tick / 2
 	for _, tc := range []struct {
 		name  string
 		ticks []step
 	}{
 		{"the steady level, a burst beyond it, then quiet: released at the first quiet tick", []step{
-			{at: 1 * time.Second, mapped: 2000},
-			{at: 2 * time.Second, mapped: 2010}, // the steady level
-			{at: 5 * time.Second, mapped: 2010},
-			{at: 5500 * time.Millisecond, mapped: 4000},
-			{at: 6 * time.Second, mapped: 4010, release: true, left: 300},
+			{at: s - tick, mapped: 2000},
+			{at: s, mapped: 2010}, // the steady level
+			{at: s + 2*tick, mapped: 2010},
+			{at: s + 3*tick, mapped: 4000},
+			{at: s + 4*tick, mapped: 4010, release: true, left: 300},
 		}},
 		{"a burst that still grows is not over", []step{
-			{at: 2 * time.Second, mapped: 2000},
-			{at: 5 * time.Second, mapped: 4000},
-			{at: 5500 * time.Millisecond, mapped: 6000},
-			{at: 6 * time.Second, mapped: 8000},
+			{at: s, mapped: 2000},
+			{at: s + tick, mapped: 2000},
+			{at: s + 2*tick, mapped: 4000},
+			{at: s + 3*tick, mapped: 6000},
+			{at: s + 4*tick, mapped: 8000},
 		}},
 		{"the steady work mapping back what it uses is no burst", []step{
-			{at: 500 * time.Millisecond, mapped: 1000},
-			{at: 1 * time.Second, mapped: 2500},
-			{at: 1500 * time.Millisecond, mapped: 2500},
-			{at: 2 * time.Second, mapped: 2500},
-			{at: 5 * time.Second, mapped: 2500},
-			{at: 9500 * time.Millisecond, mapped: 2500 + growth - 1},
+			{at: h, mapped: 1000},
+			{at: tick, mapped: 2500},
+			{at: s - h, mapped: 2500},
+			{at: s, mapped: 2500},
+			{at: s + tick, mapped: 2500},
+			{at: Interval - h, mapped: 2500 + growth - 1},
 		}},
 		{"no steady level until a quiet tick settle after the release", []step{
-			{at: 2 * time.Second, mapped: 2000},
-			{at: 2500 * time.Millisecond, mapped: 2500},
-			{at: 3 * time.Second, mapped: 2500}, // the steady level
-			{at: 3500 * time.Millisecond, mapped: 2500 + growth, release: false},
-			{at: 4 * time.Second, mapped: 2500 + growth, release: true, left: 300},
+			{at: s - tick, mapped: 2000},
+			{at: s - h, mapped: 2500},
+			{at: s, mapped: 2500}, // the steady level
+			{at: s + h, mapped: 2500 + growth, release: false},
+			{at: s + tick, mapped: 2500 + growth, release: true, left: 300},
 		}},
 		{"a burst within settle of a release: released again once it is over", []step{
-			{at: 1 * time.Second, mapped: 2000},
-			{at: 2 * time.Second, mapped: 2000}, // the steady level
-			{at: 5 * time.Second, mapped: 4000},
-			{at: 5500 * time.Millisecond, mapped: 4000, release: true, left: 300},
-			{at: 6 * time.Second, mapped: 2000},
-			{at: 6500 * time.Millisecond, mapped: 4000}, // the next burst
-			{at: 7 * time.Second, mapped: 4000},
-			{at: 7500 * time.Millisecond, mapped: 4000, release: true, left: 300},
+			{at: s - tick, mapped: 2000},
+			{at: s, mapped: 2000}, // the steady level
+			{at: s + tick, mapped: 4000},
+			{at: s + 2*tick, mapped: 4000, release: true, left: 300},
+			{at: s + 3*tick, mapped: 4000}, // the next burst, within settle
+			// 8 s after the start: a collection too.
+			{at: 2*s + 2*tick, mapped: 4000, release: true, collect: true, left: 300},
 		}},
 		{"Interval after the last release, busy or not", []step{
 			{at: Interval - tick, mapped: 1000},
 			{at: Interval, mapped: 2000, release: true, collect: true, left: 300},
 		}},
 		{"a collection at most every collectGap", []step{
-			{at: 2 * time.Second, mapped: 1000},
-			{at: 2500 * time.Millisecond, mapped: 1000},
-			{at: 3 * time.Second, mapped: 4000},
-			{at: 3500 * time.Millisecond, mapped: 4000, release: true, left: 300},
-			{at: 6 * time.Second, mapped: 1000},
-			{at: 6500 * time.Millisecond, mapped: 1000},
-			{at: 7 * time.Second, mapped: 4000},
-			{at: 7500 * time.Millisecond, mapped: 4000, release: true, left: 300},
-			{at: 10 * time.Second, mapped: 1000},
-			{at: 10500 * time.Millisecond, mapped: 1000},
-			{at: 11 * time.Second, mapped: 4000},
-			{at: 11500 * time.Millisecond, mapped: 4000, release: true, collect: true, left: 300},
-			{at: 14 * time.Second, mapped: 1000},
-			{at: 14500 * time.Millisecond, mapped: 1000},
-			{at: 15 * time.Second, mapped: 4000},
-			{at: 15500 * time.Millisecond, mapped: 4000, release: true, left: 300},
+			{at: s, mapped: 1000},
+			{at: s + h, mapped: 1000},
+			{at: s + tick, mapped: 4000},
+			{at: s + tick + h, mapped: 4000, release: true, left: 300},
+			{at: 2*s + tick + h, mapped: 1000},
+			{at: 2*s + 2*tick, mapped: 1000},
+			{at: 2*s + 2*tick + h, mapped: 4000},
+			// 9 s after the start: a collection is due.
+			{at: 2*s + 3*tick, mapped: 4000, release: true, collect: true, left: 300},
+			{at: 3*s + 3*tick, mapped: 1000},
+			{at: 3*s + 4*tick, mapped: 4000},
+			{at: 3*s + 5*tick, mapped: 4000, release: true, left: 300},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
