@@ -23,8 +23,8 @@ func limitParallelism() {
 }
 
 // releaseMemory runs once Configure has succeeded, for the life of the
-// process. After each burst of calls (exepages.ReleaseAfterBursts) it
-// collects and returns the free heap to the kernel, and unmaps the
+// process. Every 10 s, once the burst of calls under way is over
+// (exepages.ReleaseAfterBursts), it collects and returns the free heap to the kernel, and unmaps the
 // executable's pages, so that what a mostly idle plugin holds between calls
 // is its live heap and the code it runs rather than everything start-up and
 // the last burst of calls touched. A plugin's live heap is a few MB: the

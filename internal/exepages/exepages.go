@@ -2,8 +2,8 @@
 
 // Package exepages returns to the kernel the pages of the running
 // executable that the process mapped but no longer uses, and its free heap.
-// The core and every plugin (through the SDK) do it after each burst of
-// work (policy.go).
+// The core and every plugin (through the SDK) do it every Interval, once
+// the burst of work under way is over (policy.go).
 package exepages
 
 import (
@@ -24,23 +24,19 @@ import (
 
 // ReleaseAfterBursts runs until ctx ends (nil) or a release fails (its
 // error: the process maps its executable in a way Release does not know, so
-// it stops trying). Every tick it reads how many pages of files the process
-// maps, and when policy says so it collects the heap and returns its free
-// pages to the kernel (debug.FreeOSMemory), then releases the executable's
-// pages. The collection comes first: it reads the stack maps and type data
-// of what it scans, which the release then unmaps too.
+// it stops trying). Every Interval it waits for the burst of work under way
+// to end (policy.go), then collects the heap and returns its free pages to
+// the kernel (debug.FreeOSMemory), then releases the executable's pages.
+// The collection comes first: it reads the stack maps and type data of what
+// it scans, which the release then unmaps too.
 func ReleaseAfterBursts(ctx context.Context) error {
 	statm, err := os.Open("/proc/self/statm")
 	if err != nil {
 		return err
 	}
 	defer statm.Close()
-	mapped, err := filePages(statm)
-	if err != nil {
-		return err
-	}
-	p := newPolicy(time.Now(), mapped)
-	t := time.NewTicker(tick)
+	read := func() (int64, error) { return filePages(statm) }
+	t := time.NewTicker(Interval)
 	defer t.Stop()
 	for {
 		select {
@@ -48,24 +44,13 @@ func ReleaseAfterBursts(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		if mapped, err = filePages(statm); err != nil {
+		if err := waitQuiet(read, func() { time.Sleep(poll) }); err != nil {
 			return err
 		}
-		now := time.Now()
-		release, collect := p.step(now, mapped)
-		if !release {
-			continue
-		}
-		if collect {
-			debug.FreeOSMemory()
-		}
+		debug.FreeOSMemory()
 		if err := Release(); err != nil {
 			return err
 		}
-		if mapped, err = filePages(statm); err != nil {
-			return err
-		}
-		p.released(now, mapped, collect)
 	}
 }
 
