@@ -47,11 +47,17 @@ func ReleaseAfterBursts(ctx context.Context) error {
 		if err := waitQuiet(read, func() { time.Sleep(poll) }); err != nil {
 			return err
 		}
-		debug.FreeOSMemory()
-		if err := Release(); err != nil {
+		if err := CollectAndRelease(); err != nil {
 			return err
 		}
 	}
+}
+
+// CollectAndRelease collects the heap and returns its free pages to the
+// kernel, then releases the executable's pages.
+func CollectAndRelease() error {
+	debug.FreeOSMemory()
+	return Release()
 }
 
 // filePages is the resident pages of files the process maps, the third
