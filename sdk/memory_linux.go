@@ -1,10 +1,9 @@
 package sdk
 
 import (
+	"context"
 	"os"
 	"runtime"
-	"runtime/debug"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -24,19 +23,20 @@ func limitParallelism() {
 }
 
 // releaseMemory runs once Configure has succeeded, for the life of the
-// process. Every exepages.Interval it collects and returns the free heap
-// to the kernel, and unmaps the executable's pages, so that what a mostly
-// idle plugin holds between calls is its live heap and the code it runs
-// rather than everything start-up and the last burst of calls touched.
-// A plugin's live heap is a few MB: the collection costs well under a
-// millisecond, and a plugin's call rarely meets it.
+// process. It collects and returns the free heap to the kernel, and unmaps
+// the executable's pages: at once, for what start-up touched, then every
+// 10 s once the burst of calls under way is over
+// (exepages.ReleaseAfterBursts), so that what a mostly idle plugin holds
+// between calls is its live heap and the code it runs rather than
+// everything start-up and the last burst of calls touched. A plugin's live
+// heap is a few MB: the collection costs well under a millisecond, and a
+// plugin's call rarely meets it.
 func releaseMemory(logger hclog.Logger) {
-	for {
-		debug.FreeOSMemory()
-		if err := exepages.Release(); err != nil {
-			logger.Warn("stopped releasing the executable's pages", "error", err)
-			return
-		}
-		time.Sleep(exepages.Interval)
+	err := exepages.CollectAndRelease()
+	if err == nil {
+		err = exepages.ReleaseAfterBursts(context.Background())
+	}
+	if err != nil {
+		logger.Warn("stopped releasing the executable's pages", "error", err)
 	}
 }

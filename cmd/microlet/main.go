@@ -99,18 +99,17 @@ func runCommand(args []string) int {
 	return 0
 }
 
-// releaseMemory keeps the core's memory down to what it uses between two
-// releases (exepages.ReleaseEvery): it collects and returns the free heap
-// to the kernel, then unmaps its executable's pages. Of the 53 MB the core
-// held with 30 pods, 32 MB were its executable, nearly all of it mapped
-// once and never used again. At Go's default GOGC the heap grows to twice
-// the live heap (8 MB at 30 pods) before a collection, and start-up's
-// garbage stayed mapped until the scavenger returned it: the core held
-// 20 MB anonymous at 30 pods, 14 to 15 MB with the release
-// (docs/performance.md). A collection of that heap costs a few
-// milliseconds of one CPU every 10 s.
+// releaseMemory keeps the core's memory down to what it uses between its
+// bursts of work (exepages.ReleaseAfterBursts): every 10 s, once the burst
+// under way is over, it collects and returns the free heap to the kernel,
+// then unmaps its executable's pages. Of the 53 MB
+// the core held with 30 pods, 32 MB were its executable, nearly all of it
+// mapped once and never used again. At Go's default GOGC the heap grows to
+// twice the live heap (8 MB at 30 pods) before a collection, and start-up's
+// garbage stayed mapped until the scavenger returned it (docs/performance.md).
+// A collection of that heap costs a few milliseconds of one CPU every 10 s.
 func releaseMemory(ctx context.Context, logger hclog.Logger) {
-	if err := exepages.ReleaseEvery(ctx, exepages.Interval); err != nil {
+	if err := exepages.ReleaseAfterBursts(ctx); err != nil {
 		logger.Warn("stopped releasing the executable's pages", "error", err)
 	}
 }

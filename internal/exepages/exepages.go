@@ -1,8 +1,9 @@
 //go:build linux
 
 // Package exepages returns to the kernel the pages of the running
-// executable that the process mapped but no longer uses. The core and
-// every plugin (through the SDK) do it every Interval.
+// executable that the process mapped but no longer uses, and its free heap.
+// The core and every plugin (through the SDK) do it every Interval, once
+// the burst of work under way is over (policy.go).
 package exepages
 
 import (
@@ -21,31 +22,55 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Interval is how often a long-running microlet process releases: the
-// period of the core's housekeeping, stats and eviction cycles, so that
-// what stays mapped is what one cycle uses. On the benchmark node a
-// release costs the core about 25 minor faults a second to map back what
-// it uses (docs/performance.md).
-const Interval = 10 * time.Second
-
-// ReleaseEvery, every interval until ctx ends (nil) or a release fails
-// (its error: the process maps its executable in a way Release does not
-// know, so it stops trying), collects the heap and returns its free pages
-// to the kernel (debug.FreeOSMemory), then releases the executable's pages.
-func ReleaseEvery(ctx context.Context, interval time.Duration) error {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+// ReleaseAfterBursts runs until ctx ends (nil) or a release fails (its
+// error: the process maps its executable in a way Release does not know, so
+// it stops trying). Every Interval it waits for the burst of work under way
+// to end (policy.go), then collects the heap and returns its free pages to
+// the kernel (debug.FreeOSMemory), then releases the executable's pages.
+// The collection comes first: it reads the stack maps and type data of what
+// it scans, which the release then unmaps too.
+func ReleaseAfterBursts(ctx context.Context) error {
+	statm, err := os.Open("/proc/self/statm")
+	if err != nil {
+		return err
+	}
+	defer statm.Close()
+	read := func() (int64, error) { return filePages(statm) }
+	t := time.NewTicker(Interval)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case <-t.C:
 		}
-		debug.FreeOSMemory()
-		if err := Release(); err != nil {
+		if err := waitQuiet(read, func() { time.Sleep(poll) }); err != nil {
+			return err
+		}
+		if err := CollectAndRelease(); err != nil {
 			return err
 		}
 	}
+}
+
+// CollectAndRelease collects the heap and returns its free pages to the
+// kernel, then releases the executable's pages.
+func CollectAndRelease() error {
+	debug.FreeOSMemory()
+	return Release()
+}
+
+// filePages is the resident pages of files the process maps, the third
+// field of /proc/self/statm (RssFile and RssShmem): the kernel keeps it as
+// a counter, so a read costs one system call, unlike smaps. In a static Go
+// executable nearly all of it is the executable.
+func filePages(statm *os.File) (int64, error) {
+	var buf [128]byte
+	n, err := statm.ReadAt(buf[:], 0)
+	if err != nil && n == 0 {
+		return 0, fmt.Errorf("read /proc/self/statm: %w", err)
+	}
+	return parseStatm(string(buf[:n]))
 }
 
 // Release unmaps the read-only mappings of the running executable (its

@@ -109,8 +109,10 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name string) *agent {
 
 // usage is what an agent's processes use.
 type usage struct {
-	pssKB int64
-	cpu   time.Duration
+	// pssKB is the proportional set size; anonKB its anonymous part
+	// (heap, stacks), as the node bench reports them.
+	pssKB, anonKB int64
+	cpu           time.Duration
 }
 
 // readUsage sums the PSS (smaps_rollup) and the CPU time of pids. PSS
@@ -132,6 +134,7 @@ func readUsage(pids []int) (usage, error) {
 			return u, err
 		}
 		u.pssKB += int64(rollup.Pss / 1024)
+		u.anonKB += int64(rollup.Anonymous / 1024)
 		u.cpu += time.Duration(st.CPUTime() * float64(time.Second))
 	}
 	return u, nil

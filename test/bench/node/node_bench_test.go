@@ -14,8 +14,9 @@
 // pod), it times from writing the manifests to all containers running,
 // and from removing them to none running, polling the CRI's
 // ListContainers every 10 ms; each figure is the median of 9 runs. With 30
-// pods running it reads each agent's memory (RSS and PSS, microlet's core
-// and plugins summed) after a short idle, then its CPU use over 30 s. It
+// pods running, after a short idle, it reads each agent's CPU use over 30 s
+// and its memory (RSS and PSS from smaps_rollup, microlet's core and plugins
+// summed) ten times over those 30 s, and reports their mean. It
 // prints a table with the ratios the budgets are set in, and the samples.
 //
 //	make build && E2E_BIN_DIR=$PWD/_output/bin \
@@ -64,10 +65,15 @@ const (
 	settle = 3 * time.Second
 	// usagePods run while memory and idle CPU are read.
 	usagePods = 30
-	// usageIdle passes before memory is read; cpuWindow is how long idle
-	// CPU is measured.
+	// usageIdle passes before memory and idle CPU are read; cpuWindow is
+	// how long.
 	usageIdle = 10 * time.Second
 	cpuWindow = 30 * time.Second
+	// memorySamples are read over cpuWindow, their mean reported: the
+	// agents' work comes in bursts (microlet's core every 10 s, each
+	// holding a few MB until it ends), and one read at a fixed time after
+	// the start met a burst or not by the phase of its cycles.
+	memorySamples = 10
 )
 
 // figures are one system's results.
@@ -80,8 +86,8 @@ type figures struct {
 	startCPU map[int][]cpuUse
 	// agent is false for the floor, which has no memory or CPU figures.
 	agent bool
-	// memory is the agent's processes' summed; perProcess each one's, by
-	// command name.
+	// memory is the agent's processes' summed, the mean of the samples;
+	// perProcess each one's, by command name.
 	memory     memory
 	perProcess []string
 	millicores float64
@@ -200,18 +206,12 @@ func (c contender) usage(b *testing.B) {
 	b.Logf("%s: starting %d pods to read its memory and idle CPU", c.system, usagePods)
 	timed(b, rt, usagePods, c.sys.starter, pods)
 	time.Sleep(usageIdle)
-	if c.memory, err = readMemory(pids); err != nil {
+	var perProcess []memory
+	if c.memory, perProcess, c.millicores, err = idleUsage(pids, cpuWindow, memorySamples); err != nil {
 		b.Fatal(err)
 	}
-	for _, pid := range pids {
-		m, err := readMemory([]int{pid})
-		if err != nil {
-			b.Fatal(err)
-		}
-		c.perProcess = append(c.perProcess, fmt.Sprintf("%s %v", command(pid), m))
-	}
-	if c.millicores, err = idleMillicores(pids, cpuWindow); err != nil {
-		b.Fatal(err)
+	for i, pid := range pids {
+		c.perProcess = append(c.perProcess, fmt.Sprintf("%s %v", command(pid), perProcess[i]))
 	}
 	// A process that restarted during the window was not measured whole.
 	if _, err := c.sys.processes(); err != nil {

@@ -78,19 +78,43 @@ func machineBusy() (time.Duration, error) {
 	return time.Duration(busy * float64(time.Second)), nil
 }
 
-// idleMillicores is the CPU pids use over window, in thousandths of a core.
-func idleMillicores(pids []int, window time.Duration) (float64, error) {
+// idleUsage reads pids' memory samples times, evenly over window, and
+// returns the mean, summed and per process, with the CPU they used over
+// window in thousandths of a core.
+func idleUsage(pids []int, window time.Duration, samples int) (total memory, perProcess []memory, millicores float64, err error) {
 	before, err := cpuTime(pids)
 	if err != nil {
-		return 0, err
+		return total, nil, 0, err
 	}
 	start := time.Now()
-	time.Sleep(window)
+	perProcess = make([]memory, len(pids))
+	for range samples {
+		time.Sleep(window / time.Duration(samples))
+		for i, pid := range pids {
+			m, err := readMemory([]int{pid})
+			if err != nil {
+				return total, nil, 0, err
+			}
+			perProcess[i] = perProcess[i].plus(m)
+		}
+	}
 	after, err := cpuTime(pids)
 	if err != nil {
-		return 0, err
+		return total, nil, 0, err
 	}
-	return float64(after-before) / float64(time.Since(start)) * 1000, nil
+	for i := range perProcess {
+		perProcess[i] = perProcess[i].over(samples)
+		total = total.plus(perProcess[i])
+	}
+	return total, perProcess, float64(after-before) / float64(time.Since(start)) * 1000, nil
+}
+
+func (m memory) plus(o memory) memory {
+	return memory{rssKB: m.rssKB + o.rssKB, pssKB: m.pssKB + o.pssKB, anonKB: m.anonKB + o.anonKB}
+}
+
+func (m memory) over(n int) memory {
+	return memory{rssKB: m.rssKB / int64(n), pssKB: m.pssKB / int64(n), anonKB: m.anonKB / int64(n)}
 }
 
 // command is a process's command name (/proc/<pid>/comm), for reports.
