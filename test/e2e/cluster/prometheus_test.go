@@ -170,7 +170,23 @@ func TestPrometheusScrape(t *testing.T) {
 	// promtool's lint reports some of the kubelet's own names (counters
 	// named *_count, without _total): what it says of microlet's scrapes
 	// may only be what it says of an upstream kubelet's.
-	kubelet := kubeletScrapes(t, slices.Sorted(maps.Keys(bodies)))
+	ours := map[string][]string{}
+	for path, body := range bodies {
+		ours[path] = promtoolFindings(t, promtool, path, body)
+	}
+	// The kubelet's cAdvisor exports some families only after its first
+	// housekeeping (the filesystems' inodes): its scrapes are compared once
+	// they hold every family a finding on ours names.
+	kubelet := kubeletScrapes(t, slices.Sorted(maps.Keys(bodies)), func(theirs map[string]string) string {
+		for path, findings := range ours {
+			for _, f := range findings {
+				if name, _, _ := strings.Cut(f, " "); !strings.Contains(theirs[path], "\n# TYPE "+name+" ") {
+					return "the kubelet's " + path + " has no " + name + " yet"
+				}
+			}
+		}
+		return ""
+	})
 	// A cAdvisor family the list lets microlet lack here, the kubelet
 	// must lack on the same machine too.
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -186,7 +202,7 @@ func TestPrometheusScrape(t *testing.T) {
 	}
 	for _, path := range slices.Sorted(maps.Keys(bodies)) {
 		theirs := promtoolFindings(t, promtool, "the kubelet's "+path, kubelet[path])
-		for _, f := range promtoolFindings(t, promtool, path, bodies[path]) {
+		for _, f := range ours[path] {
 			if !slices.Contains(theirs, f) {
 				t.Errorf("promtool check metrics on %s: %s (not said of the kubelet's)", path, f)
 			}
@@ -270,8 +286,9 @@ func promtoolFindings(t *testing.T, promtool, what, body string) []string {
 const promtoolLintExit = 3
 
 // kubeletScrapes runs an upstream kubelet v1.34.4 standalone on a devnode
-// of its own (its server lets anyone in) and scrapes paths from it.
-func kubeletScrapes(t *testing.T, paths []string) map[string]string {
+// of its own (its server lets anyone in) and scrapes paths from it, again
+// every 2 s until lacking says nothing lacks (""), for at most a minute.
+func kubeletScrapes(t *testing.T, paths []string, lacking func(map[string]string) string) map[string]string {
 	t.Helper()
 	dev := devnode.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), kubeletWait)
@@ -289,20 +306,31 @@ func kubeletScrapes(t *testing.T, paths []string) map[string]string {
 		}
 	}()
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	out := map[string]string{}
-	for _, path := range paths {
-		resp, err := client.Get("https://" + k.ServerAddress + path)
-		if err != nil {
-			t.Fatalf("the kubelet's %s: %v", path, err)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out := map[string]string{}
+		for _, path := range paths {
+			resp, err := client.Get("https://" + k.ServerAddress + path)
+			if err != nil {
+				t.Fatalf("the kubelet's %s: %v", path, err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("the kubelet's %s: %s %v", path, resp.Status, err)
+			}
+			out[path] = string(body)
 		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("the kubelet's %s: %s %v", path, resp.Status, err)
+		missing := lacking(out)
+		if missing == "" {
+			return out
 		}
-		out[path] = string(body)
+		if time.Now().After(deadline) {
+			t.Errorf("after a minute %s; comparing with what it has", missing)
+			return out
+		}
+		time.Sleep(2 * time.Second)
 	}
-	return out
 }
 
 // checkFamily compares one scraped family with its row.
