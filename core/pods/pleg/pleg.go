@@ -128,10 +128,6 @@ type PLEG struct {
 	records   podRecords
 	reinspect map[types.UID]*container.Pod
 
-	// observedMu guards observed: pods read outside a relist (Observed).
-	observedMu sync.Mutex
-	observed   map[types.UID]observation
-
 	// lastRelist is when the last relist that listed the runtime started.
 	lastRelist atomic.Pointer[time.Time]
 	current    atomic.Pointer[durations]
@@ -194,7 +190,6 @@ func New(cfg Config) (*PLEG, error) {
 		metrics:        m,
 		ch:             make(chan *PodLifecycleEvent, ChannelCapacity),
 		records:        podRecords{},
-		observed:       map[types.UID]observation{},
 		modeChanged:    make(chan struct{}, 1),
 		relistSoon:     make(chan struct{}, 1),
 	}

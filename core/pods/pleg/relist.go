@@ -43,7 +43,6 @@ func (p *PLEG) Relist(ctx context.Context) {
 	p.lastRelist.Store(&start)
 	p.metrics.setRunning(pods)
 	p.records.setCurrent(pods)
-	p.takeObserved(start)
 
 	var work []*inspection
 	for uid, r := range p.records {

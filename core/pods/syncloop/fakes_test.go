@@ -208,28 +208,12 @@ func (r *fakeRuntime) cleanedUp(uid types.UID) bool {
 	return slices.Contains(r.cleanups, uid)
 }
 
-// fakeEvents is a PLEG that never reports anything and records the
-// statuses it is told of.
-type fakeEvents struct {
-	mu       sync.Mutex
-	observed []types.UID
-}
+// fakeEvents is a PLEG that never reports anything.
+type fakeEvents struct{}
 
-func (*fakeEvents) Watch() <-chan *pleg.PodLifecycleEvent { return nil }
-func (*fakeEvents) Healthy() (bool, error)                { return true, nil }
-func (*fakeEvents) RelistSoon()                           {}
-
-func (e *fakeEvents) Observed(s *container.PodStatus) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.observed = append(e.observed, s.UID)
-}
-
-func (e *fakeEvents) wasObserved(uid types.UID) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Contains(e.observed, uid)
-}
+func (fakeEvents) Watch() <-chan *pleg.PodLifecycleEvent { return nil }
+func (fakeEvents) Healthy() (bool, error)                { return true, nil }
+func (fakeEvents) RelistSoon()                           {}
 
 // fakeHealth says the runtime is ready; the network as the test sets it.
 type fakeHealth struct {

@@ -29,7 +29,6 @@ type harness struct {
 	loop     *Loop
 	runtime  *fakeRuntime
 	health   *fakeHealth
-	events   *fakeEvents
 	admitter *fakeAdmitter
 	statuses *status.Manager
 	reasons  *status.ReasonCache
@@ -41,7 +40,7 @@ func newHarness(t *testing.T, maxPods int) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h := &harness{t: t, ctx: ctx, runtime: newFakeRuntime(), health: &fakeHealth{}, events: &fakeEvents{},
+	h := &harness{t: t, ctx: ctx, runtime: newFakeRuntime(), health: &fakeHealth{},
 		admitter: &fakeAdmitter{verdict: Admission{Admit: true}}, statuses: status.NewManager(hclog.NewNullLogger(), nil),
 		reasons: status.NewReasonCache(), created: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 
@@ -63,7 +62,7 @@ func newHarness(t *testing.T, maxPods int) *harness {
 	h.loop, err = New(Options{
 		Config:    config,
 		Runtime:   h.runtime,
-		Events:    h.events,
+		Events:    fakeEvents{},
 		Cache:     cache,
 		Statuses:  h.statuses,
 		Reasons:   h.reasons,

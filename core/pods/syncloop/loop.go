@@ -53,10 +53,6 @@ type Events interface {
 	Healthy() (bool, error)
 	// RelistSoon asks for a relist at once (a pod worker terminating a pod).
 	RelistSoon()
-	// Observed tells PLEG of a status the loop read, cached and acted on
-	// (statusAfterStart), so that its next relist does not read and sync
-	// the pod again for the same change.
-	Observed(*container.PodStatus)
 }
 
 // Health says whether the runtime and its network are ready.

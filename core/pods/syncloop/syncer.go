@@ -69,11 +69,11 @@ func startedContainer(result *podruntime.SyncResult) bool {
 // relist period plus the relist's own time later (0.7 s median, 1.5 s at
 // most, in a 100-pod start on 2 loaded cores): every pod's startup as the
 // control plane sees it would wait that long. The read goes into the
-// runtime cache too, as a relist's would, and PLEG is told of it, so that
-// its next relist compares the pod with this read: it neither reads the
-// pod again nor causes a sync that would change nothing. A failed read
-// only leaves that to the relist, and a read older than what the cache
-// already holds (an event came first) to the sync that event causes.
+// runtime cache too, as a relist's would; the relist that follows finds
+// the same status, and the sync its event causes changes nothing. A
+// failed read only leaves that to the relist, and a read older than what
+// the cache already holds (an event came first) to the sync that event
+// causes.
 func (l *Loop) statusAfterStart(ctx context.Context, pod *v1.Pod) {
 	if ctx.Err() != nil {
 		return
@@ -86,7 +86,6 @@ func (l *Loop) statusAfterStart(ctx context.Context, pod *v1.Pod) {
 	if !l.opts.Cache.Set(pod.UID, fresh, nil, fresh.Timestamp) {
 		return
 	}
-	l.opts.Events.Observed(fresh)
 	st := l.opts.Generator.PodStatus(pod, fresh, l.previousStatus(pod), false)
 	l.opts.Statuses.SetPodStatus(pod, st)
 }
