@@ -34,7 +34,11 @@ spec:
 
 func TestInitContainersAndSidecarOrder(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, nodeOptions{})
+	// A resync far beyond the wait: each step of the start (init1's exit,
+	// the sidecar's start, init2's exit) must follow from the runtime's
+	// events, as upstream's; with the default 1m resync a lost event
+	// only made the pod a minute late, within the wait.
+	n := startNode(t, nodeOptions{settings: []string{`sync_frequency = "10m"`}})
 	n.writeManifest("ordered.yaml", initAndSidecar)
 	p := n.waitPod("ordered", "running and ready", runningAndReady)
 
