@@ -16,6 +16,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin/runner"
 	"golang.org/x/sys/unix"
+
+	"github.com/microlet/microlet/internal/forkthread"
 )
 
 // processRunner is the go-plugin runner of one plugin process. Unlike
@@ -75,7 +77,7 @@ func newProcessRunner(logger hclog.Logger, template *exec.Cmd, bin *verifiedBina
 }
 
 func (r *processRunner) Start(context.Context) error {
-	err := startOnForkThread(r.cmd.Start)
+	err := forkthread.Do(r.cmd.Start) // Pdeathsig follows the forking thread
 	// The child has exec'd (or failed to): the descriptor is no longer needed.
 	r.binary.Close()
 	if errors.Is(err, syscall.ETXTBSY) {
@@ -205,28 +207,4 @@ func (r *processRunner) PluginToHost(network, addr string) (string, string, erro
 
 func (r *processRunner) HostToPlugin(network, addr string) (string, string, error) {
 	return network, addr, nil
-}
-
-// forkThread is one OS thread, locked and never released, from which every
-// plugin is started. Pdeathsig fires when the thread that forked the child
-// exits, not the process: Go retires idle threads, so forking from an
-// arbitrary goroutine would kill plugins at random.
-var forkThread struct {
-	once  sync.Once
-	calls chan func()
-}
-
-func startOnForkThread(start func() error) error {
-	forkThread.once.Do(func() {
-		forkThread.calls = make(chan func())
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread must outlive every plugin
-			for call := range forkThread.calls {
-				call()
-			}
-		}()
-	})
-	errc := make(chan error, 1)
-	forkThread.calls <- func() { errc <- start() }
-	return <-errc
 }
