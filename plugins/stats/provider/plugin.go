@@ -180,24 +180,24 @@ func (p *Plugin) GetSummary(ctx context.Context, req *statsv1.GetSummaryRequest)
 // last is the newest answer serving kind, however old, for a request that
 // did not ask for fresh stats and whose deadline came first; err otherwise.
 func (p *Plugin) last(k kind, fresh bool, err error) (*typesv1.NodeStats, []*typesv1.PodStats, error) {
-	a := p.newest(k)
+	a, _ := p.newest(k)
 	if a == nil || fresh {
 		return nil, nil, err
 	}
 	return a.node, a.pods, nil
 }
 
-// newest is the newest answer serving kind k; nil before the first.
-func (p *Plugin) newest(k kind) *answer {
+// newest is the newest answer serving kind k (nil before the first) and
+// the max_age in force, read together.
+func (p *Plugin) newest(k kind) (newest *answer, maxAge time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out *answer
 	for _, s := range serving(k) {
-		if a := p.answers[s]; a != nil && (out == nil || a.at.After(out.at)) {
-			out = a
+		if a := p.answers[s]; a != nil && (newest == nil || a.at.After(newest.at)) {
+			newest = a
 		}
 	}
-	return out
+	return newest, p.maxAge
 }
 
 // token is the measuring token's channel, made on first use so that a
@@ -213,10 +213,7 @@ func (p *Plugin) unlock() { <-p.token() }
 
 // recent is the newest answer serving kind k if it is at most max_age old.
 func (p *Plugin) recent(k kind) *answer {
-	a := p.newest(k)
-	p.mu.Lock()
-	maxAge := p.maxAge
-	p.mu.Unlock()
+	a, maxAge := p.newest(k)
 	if a != nil && time.Since(a.at) <= maxAge {
 		return a
 	}
