@@ -65,14 +65,15 @@ func (s stopSlots) acquire(ctx context.Context, pod *podStopSlots) (release func
 			<-inFlight
 		}
 	}
-	select {
+	releaseOwn := func() { own <- struct{}{}; leavePod() }
+	select { // the pod's own stop first, when it is free
 	case <-own:
-		return func() { own <- struct{}{}; leavePod() }, time.Since(start), nil
+		return releaseOwn, time.Since(start), nil
 	default:
 	}
 	select {
 	case <-own:
-		return func() { own <- struct{}{}; leavePod() }, time.Since(start), nil
+		return releaseOwn, time.Since(start), nil
 	case s <- struct{}{}:
 		return func() { <-s; leavePod() }, time.Since(start), nil
 	case <-ctx.Done():
