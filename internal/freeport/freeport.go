@@ -16,9 +16,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // lowest is the lowest port handed out: above the registered ports most
@@ -28,12 +28,27 @@ const lowest = 20000
 // rangeFile holds the kernel's ephemeral port range ("32768\t60999").
 const rangeFile = "/proc/sys/net/ipv4/ip_local_port_range"
 
+// given are the ports this process has handed out: a port is free until
+// the program it was picked for binds it, so two calls a moment apart
+// (a node's API port and its read-only port, picked by different helpers)
+// could otherwise get the same one.
+var given struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
 // Ports returns n distinct TCP ports on 127.0.0.1 that were free a moment
-// ago and lie below the kernel's ephemeral range.
+// ago, lie below the kernel's ephemeral range, and were never handed out
+// before in this process.
 func Ports(n int) ([]int, error) {
 	ceiling := ephemeralLow()
 	if ceiling <= lowest {
 		return nil, fmt.Errorf("freeport: the ephemeral port range starts at %d, leaving nothing above %d below it", ceiling, lowest)
+	}
+	given.Lock()
+	defer given.Unlock()
+	if given.ports == nil {
+		given.ports = map[int]bool{}
 	}
 	var out []int
 	for tries := 0; len(out) < n; tries++ {
@@ -41,9 +56,10 @@ func Ports(n int) ([]int, error) {
 			return nil, errors.New("freeport: no free port found below the ephemeral range")
 		}
 		port := lowest + rand.IntN(ceiling-lowest)
-		if slices.Contains(out, port) || !free(port) {
+		if given.ports[port] || !free(port) {
 			continue
 		}
+		given.ports[port] = true
 		out = append(out, port)
 	}
 	return out, nil
