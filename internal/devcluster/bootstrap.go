@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
@@ -41,6 +43,7 @@ func (c *Cluster) setUpNodeBootstrap(ctx context.Context) error {
 
 // BootstrapToken makes a bootstrap token as `kubeadm token create` does:
 // for authentication and signing, in BootstrapGroup, expiring after ttl.
+// It returns once the API server accepts the token.
 func (c *Cluster) BootstrapToken(ctx context.Context, ttl time.Duration) (string, error) {
 	token, err := bootstraputil.GenerateBootstrapToken()
 	if err != nil {
@@ -61,6 +64,16 @@ func (c *Cluster) BootstrapToken(ctx context.Context, ttl time.Duration) (string
 	}
 	if _, err := c.Admin.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("bootstrap token: %w", err)
+	}
+	// The API server's bootstrap token authenticator reads secrets from an
+	// informer: the token authenticates once the informer has the secret.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		review, err := c.Admin.AuthenticationV1().TokenReviews().Create(ctx,
+			&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+		return err == nil && review.Status.Authenticated, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("bootstrap token %s does not authenticate: %w", id, err)
 	}
 	return token, nil
 }

@@ -74,8 +74,10 @@ type Reader struct {
 	info os.FileInfo // of file, to tell a rotation
 	in   *bufio.Reader
 	// next is the file that replaced file after a rotation, opened once
-	// seen; file is read to its end once more before switching.
-	next *os.File
+	// seen; once nextReady, file is read to its end once more before
+	// switching.
+	next      *os.File
+	nextReady bool
 	// pending is the start of a line not yet complete in the file.
 	pending []byte
 	// newLine: the next entry starts a line (its timestamp is printed).
@@ -143,23 +145,29 @@ func (r *Reader) Copy(ctx context.Context, stdout, stderr io.Writer) error {
 			continue
 		}
 		// At the end of the file.
-		if !r.opts.Follow || !running {
+		if !r.opts.Follow {
 			// What is left is a last line without its newline.
 			_, err := r.line()
 			return err
 		}
-		if r.next != nil {
-			// The old file was read to its end after the new one appeared.
-			next := r.next
-			r.next = nil
-			if done, err := r.line(); done || err != nil {
-				next.Close()
-				return err
-			}
-			if err := r.open(next); err != nil {
+		if r.nextReady {
+			// The old file was read to its end after the runtime began
+			// writing the new one.
+			if done, err := r.switchToNext(); done || err != nil {
 				return err
 			}
 			continue
+		}
+		if !running {
+			// The container writes no more: a rotated-to file is read too.
+			if ready, err := r.rotated(true); err != nil || ready {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			_, err := r.line()
+			return err
 		}
 		if r.watcher == nil {
 			if err := r.watch(); err != nil {
@@ -167,7 +175,7 @@ func (r *Reader) Copy(ctx context.Context, stdout, stderr io.Writer) error {
 			}
 			continue // read again: a write may have come before the watch
 		}
-		if rotated, err := r.rotated(); err != nil || rotated {
+		if ready, err := r.rotated(false); err != nil || ready {
 			if err != nil {
 				return err
 			}
@@ -221,27 +229,55 @@ func (r *Reader) watch() error {
 }
 
 // rotated says whether the log's name now names another file than the
-// one being read, and if so opens it as next.
-func (r *Reader) rotated() (bool, error) {
-	info, err := r.root.Stat(r.log.Name)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil // renamed away; the runtime has not reopened it yet
+// one being read that the old one is complete for: the runtime has
+// written to the new file (it makes the file before it stops writing the
+// old one, so lines may still land in the old one while the new one is
+// empty), or final (the container writes no more). The new file is kept
+// open as next from when it is first seen.
+func (r *Reader) rotated(final bool) (ready bool, err error) {
+	if r.next == nil {
+		info, err := r.root.Stat(r.log.Name)
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil // renamed away; the runtime has not reopened it yet
+		}
+		if err != nil {
+			return false, fmt.Errorf("stat log file %q: %w", r.log.Name, err)
+		}
+		if os.SameFile(info, r.info) {
+			return false, nil
+		}
+		next, err := r.root.Open(r.log.Name)
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("open rotated log file %q: %w", r.log.Name, err)
+		}
+		r.next = next
 	}
-	if err != nil {
-		return false, fmt.Errorf("stat log file %q: %w", r.log.Name, err)
+	if !final {
+		info, err := r.next.Stat()
+		if err != nil {
+			return false, fmt.Errorf("stat rotated log file %q: %w", r.log.Name, err)
+		}
+		if info.Size() == 0 {
+			return false, nil
+		}
 	}
-	if os.SameFile(info, r.info) {
-		return false, nil
-	}
-	next, err := r.root.Open(r.log.Name)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("open rotated log file %q: %w", r.log.Name, err)
-	}
-	r.next = next
+	r.nextReady = true
 	return true, nil
+}
+
+// switchToNext goes on with the new file once the old one is read to its
+// end; done: the byte limit was reached.
+func (r *Reader) switchToNext() (done bool, err error) {
+	next := r.next
+	r.next, r.nextReady = nil, false
+	if done, err := r.line(); done || err != nil {
+		next.Close()
+		return done, err
+	}
+	return false, r.open(next)
 }
 
 // wait blocks until the log's directory changes or forceCheckPeriod

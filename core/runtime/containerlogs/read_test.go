@@ -223,6 +223,83 @@ func TestFollowAcrossRotation(t *testing.T) {
 	}
 }
 
+// TestFollowWaitsForTheRuntimeToSwitch: containerd makes the new file
+// before it stops writing the old one. A follow that sees the new file
+// while it is empty reads on in the old one until the runtime writes the
+// new one, so the old file's last lines are not lost.
+func TestFollowWaitsForTheRuntimeToSwitch(t *testing.T) {
+	dir := podLogDir(t, logLine(1, "stdout", "F", "one"))
+	path := filepath.Join(dir, "app", "0.log")
+	var running atomic.Bool
+	running.Store(true)
+	log := Log{Dir: dir, Name: "app/0.log", Running: func(context.Context) (bool, error) { return running.Load(), nil }}
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- read(context.Background(), log, Options{TailLines: -1, LimitBytes: -1, Follow: true}, out, out)
+	}()
+	waitFor(t, out, "one\n")
+
+	rotated := path + ".20200927-111803"
+	if err := os.Rename(path, rotated); err != nil {
+		t.Fatal(err)
+	}
+	appendLog(t, path, "") // the runtime reopens: an empty new file
+	// The follow checks the files at least every forceCheckPeriod: let it
+	// see the empty new file before the old one gets its last line.
+	time.Sleep(2 * forceCheckPeriod)
+	appendLog(t, rotated, logLine(2, "stdout", "F", "two"))
+	appendLog(t, path, logLine(3, "stdout", "F", "three"))
+	waitFor(t, out, "three\n")
+
+	running.Store(false)
+	if err := <-done; err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if got, want := out.String(), "one\ntwo\nthree\n"; got != want {
+		t.Errorf("followed %q, want %q", got, want)
+	}
+}
+
+// TestFollowReadsTheNewFileOfAStoppedContainer: a container that stops
+// just after a rotation has its last lines in the new file; the follow
+// reads them before it ends.
+func TestFollowReadsTheNewFileOfAStoppedContainer(t *testing.T) {
+	dir := podLogDir(t, logLine(1, "stdout", "F", "one"))
+	path := filepath.Join(dir, "app", "0.log")
+	var stopping atomic.Bool
+	// When asked after stopping is set, the container has been rotated,
+	// written its last line in the new file and stopped.
+	running := func(context.Context) (bool, error) {
+		if !stopping.Load() {
+			return true, nil
+		}
+		if _, err := os.Stat(path + ".20200927-111803"); err != nil {
+			if err := os.Rename(path, path+".20200927-111803"); err != nil {
+				return false, err
+			}
+			// Not appendLog: this runs on the follow's goroutine.
+			return false, os.WriteFile(path, []byte(logLine(2, "stdout", "F", "two")), 0o644)
+		}
+		return false, nil
+	}
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		log := Log{Dir: dir, Name: "app/0.log", Running: running}
+		done <- read(context.Background(), log, Options{TailLines: -1, LimitBytes: -1, Follow: true}, out, out)
+	}()
+	waitFor(t, out, "one\n")
+
+	stopping.Store(true)
+	if err := <-done; err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if got, want := out.String(), "one\ntwo\n"; got != want {
+		t.Errorf("followed %q, want %q", got, want)
+	}
+}
+
 // TestFollowEndsWithTheContext: a follow of a running container ends when
 // the caller goes away.
 func TestFollowEndsWithTheContext(t *testing.T) {
