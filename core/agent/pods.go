@@ -301,7 +301,13 @@ func (p *pods) run(ctx context.Context) {
 	if p.oom != nil {
 		go p.oom.Run(ctx)
 	}
-	go p.eviction.Run(ctx)
+	go func() {
+		select {
+		case <-p.cgroups.NodeTried():
+			p.eviction.Run(ctx)
+		case <-ctx.Done():
+		}
+	}()
 	if p.api != nil {
 		p.api.start(ctx, p)
 	}

@@ -111,6 +111,9 @@ type Manager struct {
 	// last present.
 	noPluginLogged bool
 
+	// nodeTried is closed once Run has tried to apply the node's cgroups.
+	nodeTried chan struct{}
+
 	// nodeMu serialises node planning and applying.
 	nodeMu sync.Mutex
 	// enforced: the node's cgroups were applied once (guarded by nodeMu).
@@ -171,8 +174,16 @@ func New(opts Options) (*Manager, error) {
 		root:  root,
 		plans: map[types.UID]*podPlan{},
 		stuck: map[types.UID]string{},
+
+		nodeTried: make(chan struct{}),
 	}, nil
 }
+
+// NodeTried is closed once Run has tried to apply the node's cgroups, so
+// that what reads them (the eviction manager's first cycle) does not run
+// before the pods' cgroup exists, as the kubelet starts its eviction
+// manager after its container manager.
+func (m *Manager) NodeTried() <-chan struct{} { return m.nodeTried }
 
 // Run plans and applies the node's cgroups at once and then every
 // ReapplyInterval, retrying the removal of stuck pod cgroups each time,
@@ -186,6 +197,11 @@ func (m *Manager) Run(ctx context.Context) {
 	for {
 		if err := m.syncNode(ctx); err != nil && ctx.Err() == nil {
 			m.log.Warn("node cgroups not updated; retrying", "error", err, "in", m.opts.ReapplyInterval)
+		}
+		select {
+		case <-m.nodeTried:
+		default:
+			close(m.nodeTried)
 		}
 		m.removeStuck()
 		select {

@@ -44,8 +44,8 @@ func TestNewRefuses(t *testing.T) {
 	}
 }
 
-// Run applies the node's cgroups at start and retries the removal of pod
-// cgroups that held processes.
+// Run applies the node's cgroups at start, then closes NodeTried, and
+// retries the removal of pod cgroups that held processes.
 func TestRun(t *testing.T) {
 	cg := fakeV2Tree(t, "/kubepods", "/kubepods/burstable", "/kubepods/besteffort")
 	m, err := New(Options{Plugin: servePlanner(t, nil), Capacity: testCapacity(), Cgroups: cg,
@@ -69,6 +69,11 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	select {
+	case <-m.NodeTried():
+		t.Fatal("NodeTried is closed before Run")
+	default:
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
@@ -79,10 +84,18 @@ func TestRun(t *testing.T) {
 		cancel()
 		<-done
 	})
-	waitFor(t, "kubepods to get its cpu.weight", func() bool {
-		_, err := os.Stat(filepath.Join(cg.Unified, "kubepods/cpu.weight"))
-		return err == nil
+	// What waits for NodeTried (the eviction manager) finds kubepods set.
+	waitFor(t, "NodeTried", func() bool {
+		select {
+		case <-m.NodeTried():
+			return true
+		default:
+			return false
+		}
 	})
+	if _, err := os.Stat(filepath.Join(cg.Unified, "kubepods/cpu.weight")); err != nil {
+		t.Errorf("kubepods has no cpu.weight once NodeTried is closed: %v", err)
+	}
 	waitFor(t, "the stuck pod cgroup to go", func() bool {
 		_, err := os.Stat(filepath.Join(cg.Unified, plan.CgroupParent))
 		return errors.Is(err, os.ErrNotExist)

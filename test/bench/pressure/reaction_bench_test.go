@@ -23,24 +23,18 @@
 package pressurebench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubelettypes "k8s.io/kubelet/pkg/types"
 
-	"github.com/microlet/microlet/core/node/machine"
 	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
 )
 
@@ -48,11 +42,6 @@ import (
 var runs = envRuns()
 
 const (
-	// foreignCache is the page cache charged to kubepods in the third
-	// mode: more than one of the hog's 20Mi steps, less than two, so that
-	// usage passes the level one step, 50 ms, before the working sets
-	// cross.
-	foreignCache = 30 * pressuree2e.Mi
 	// Pods may use podsMemory; the hard threshold holds back threshold, so
 	// allocatableMemory.available<threshold is met once the pods' working
 	// sets pass podsMemory - 2*threshold.
@@ -89,12 +78,12 @@ func BenchmarkMemoryPressureReaction(b *testing.B) {
 				},
 				Settings: map[string]string{"kernel_memcg_notification": strconv.FormatBool(notify)},
 			})
-			kubepods := kubepodsMemory(b, n.CgroupRoot)
+			kubepods := n.KubepodsMemory()
 			var reactions []time.Duration
 			for b.Loop() {
 				for i := range runs {
 					if mode.foreign {
-						kubepods.chargeForeignCache(b, foreignCache)
+						kubepods.ChargeForeignCache(pressuree2e.ForeignCache)
 					}
 					reactions = append(reactions, react(b, n, kubepods, fmt.Sprintf("hog-%d", i)))
 				}
@@ -119,10 +108,10 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 // react runs one eviction: a hog fills a memory-backed emptyDir in 20Mi
 // steps up to 200Mi, past the crossing at 100Mi; it returns the time from
 // the crossing to its container's stop.
-func react(b *testing.B, n *pressuree2e.Node, kubepods *cgroupMemory, name string) time.Duration {
+func react(b *testing.B, n *pressuree2e.Node, kubepods *pressuree2e.CgroupMemory, name string) time.Duration {
 	b.Helper()
 	n.Eventually("the pods' memory is below the threshold", func() (bool, string) {
-		ws := kubepods.workingSet(b)
+		ws := kubepods.WorkingSet()
 		return ws < crossing/2, fmt.Sprintf("kubepods working set %d", ws)
 	})
 	// Each run waits for the last eviction, which a periodic cycle may have
@@ -134,7 +123,7 @@ func react(b *testing.B, n *pressuree2e.Node, kubepods *cgroupMemory, name strin
 	defer stop()
 	go func() {
 		for ctx.Err() == nil {
-			if kubepods.workingSet(b) > crossing {
+			if kubepods.WorkingSet() > crossing {
 				crossed <- time.Now()
 				return
 			}
@@ -143,7 +132,7 @@ func react(b *testing.B, n *pressuree2e.Node, kubepods *cgroupMemory, name strin
 	}()
 	// Burstable, so that it is admitted while MemoryPressure still holds
 	// from the last run.
-	hog := pressuree2e.PodSpec{Name: name, Script: pressuree2e.FillScript(20, 10, "0.05"), MemoryRequest: "8Mi", MemoryVolume: true}
+	hog := pressuree2e.PodSpec{Name: name, Script: pressuree2e.FillScript(pressuree2e.HogStepMi, 10, "0.05"), MemoryRequest: "8Mi", MemoryVolume: true}
 	n.Push(hog.Manifest())
 	stopped := waitStopped(b, n, name+"-"+pressuree2e.NodeName)
 	var at time.Time
@@ -188,44 +177,6 @@ func waitStopped(b *testing.B, n *pressuree2e.Node, podName string) time.Time {
 	return time.Time{}
 }
 
-// cgroupMemory reads a cgroup's working set: usage less inactive file
-// pages, as the eviction signals count it.
-type cgroupMemory struct {
-	usage, stat, inactiveKey string
-	// dir is the cgroup's directory in the memory hierarchy; cacheFile the
-	// file whose page cache chargeForeignCache last left in it.
-	dir, cacheFile string
-}
-
-// chargeForeignCache leaves size bytes of clean page cache charged to the
-// cgroup and owned by no pod: a shell in a child cgroup writes a file and
-// syncs it, then the child is removed, its charges going to the cgroup as
-// a deleted pod's do. The previous run's file is removed first, freeing its
-// cache.
-func (c *cgroupMemory) chargeForeignCache(b *testing.B, size int64) {
-	b.Helper()
-	if c.cacheFile != "" {
-		if err := os.Remove(c.cacheFile); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		c.cacheFile = filepath.Join(b.TempDir(), "foreign-cache")
-	}
-	child := filepath.Join(c.dir, "bench-foreign-cache")
-	if err := os.Mkdir(child, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	script := fmt.Sprintf("echo $$ > %s/cgroup.procs && dd if=/dev/zero of=%s bs=1048576 count=%d conv=fsync 2>/dev/null",
-		child, c.cacheFile, size/pressuree2e.Mi)
-	out, err := exec.Command("sh", "-c", script).CombinedOutput()
-	if rmErr := os.Remove(child); err == nil && rmErr != nil {
-		err = rmErr
-	}
-	if err != nil {
-		b.Fatalf("charging %d bytes of page cache to %s: %v: %s", size, c.dir, err, out)
-	}
-}
-
 // envRuns is BENCH_RUNS, or 5.
 func envRuns() int {
 	v, ok := os.LookupEnv("BENCH_RUNS")
@@ -237,40 +188,4 @@ func envRuns() int {
 		panic(fmt.Sprintf("BENCH_RUNS=%q: want a whole number of at least 1", v))
 	}
 	return n
-}
-
-func kubepodsMemory(b *testing.B, cgroupRoot string) *cgroupMemory {
-	b.Helper()
-	cg, err := machine.DetectCgroups()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if cg.Version() == 2 {
-		dir := filepath.Join(cg.Unified, cgroupRoot, "kubepods")
-		return &cgroupMemory{usage: filepath.Join(dir, "memory.current"), stat: filepath.Join(dir, "memory.stat"), inactiveKey: "inactive_file", dir: dir}
-	}
-	dir := filepath.Join(cg.V1["memory"], cgroupRoot, "kubepods")
-	return &cgroupMemory{usage: filepath.Join(dir, "memory.usage_in_bytes"), stat: filepath.Join(dir, "memory.stat"), inactiveKey: "total_inactive_file", dir: dir}
-}
-
-func (c *cgroupMemory) workingSet(b *testing.B) int64 {
-	raw, err := os.ReadFile(c.usage)
-	if err != nil {
-		b.Error(err)
-		return 0
-	}
-	usage, _ := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
-	stat, err := os.ReadFile(c.stat)
-	if err != nil {
-		b.Error(err)
-		return 0
-	}
-	s := bufio.NewScanner(bytes.NewReader(stat))
-	for s.Scan() {
-		if k, v, ok := strings.Cut(s.Text(), " "); ok && k == c.inactiveKey {
-			inactive, _ := strconv.ParseInt(v, 10, 64)
-			return usage - min(usage, inactive)
-		}
-	}
-	return usage
 }

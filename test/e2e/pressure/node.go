@@ -27,8 +27,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
@@ -257,14 +255,22 @@ func (n *Node) Log() string { return n.log.String() }
 // with what was awaited and cond's last description of what it saw.
 func (n *Node) Eventually(what string, cond func() (ok bool, seen string)) {
 	n.t.Helper()
-	deadline := time.Now().Add(WaitTimeout)
+	n.EventuallyWithin(WaitTimeout, what, cond)
+}
+
+// EventuallyWithin is Eventually with a bound of the test's own, for a
+// wait that something else would end if it lasted longer (a periodic
+// cycle the test must not see).
+func (n *Node) EventuallyWithin(timeout time.Duration, what string, cond func() (ok bool, seen string)) {
+	n.t.Helper()
+	deadline := time.Now().Add(timeout)
 	for {
 		ok, seen := cond()
 		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("after %v still waiting for %s; last seen: %s", WaitTimeout, what, seen)
+			n.t.Fatalf("after %v still waiting for %s; last seen: %s", timeout, what, seen)
 		}
 		time.Sleep(pollInterval)
 	}
@@ -373,30 +379,6 @@ func (n *Node) WaitStopped(name string) {
 		}
 		return len(sandboxes.Items)+len(containers.Containers) == 0, fmt.Sprintf("%d ready sandboxes, %d running containers", len(sandboxes.Items), len(containers.Containers))
 	})
-}
-
-// Metric reads one series of the core's /metrics, by name and exact labels.
-func (n *Node) Metric(name string, labels map[string]string) (float64, bool) {
-	n.t.Helper()
-	code, body := n.get("/metrics")
-	if code != http.StatusOK {
-		n.t.Fatalf("GET /metrics: %d %s", code, body)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		n.t.Fatalf("GET /metrics: %v", err)
-	}
-	for _, m := range families[name].GetMetric() {
-		got := map[string]string{}
-		for _, l := range m.GetLabel() {
-			got[l.GetName()] = l.GetValue()
-		}
-		if maps.Equal(got, labels) {
-			return m.GetCounter().GetValue() + m.GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
 }
 
 // PluginPID is the pid of the core's child running microlet-<kind>-<name>,
