@@ -193,12 +193,7 @@ func TestFollowAcrossRotation(t *testing.T) {
 	path := filepath.Join(dir, "app", "0.log")
 	var running atomic.Bool
 	running.Store(true)
-	log := Log{Dir: dir, Name: "app/0.log", Running: func(context.Context) (bool, error) { return running.Load(), nil }}
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- read(context.Background(), log, Options{TailLines: -1, LimitBytes: -1, Follow: true}, out, out)
-	}()
+	out, done := follow(context.Background(), dir, func(context.Context) (bool, error) { return running.Load(), nil })
 
 	waitFor(t, out, "one\n")
 	appendLog(t, path, logLine(2, "stderr", "F", "two"))
@@ -232,12 +227,7 @@ func TestFollowWaitsForTheRuntimeToSwitch(t *testing.T) {
 	path := filepath.Join(dir, "app", "0.log")
 	var running atomic.Bool
 	running.Store(true)
-	log := Log{Dir: dir, Name: "app/0.log", Running: func(context.Context) (bool, error) { return running.Load(), nil }}
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- read(context.Background(), log, Options{TailLines: -1, LimitBytes: -1, Follow: true}, out, out)
-	}()
+	out, done := follow(context.Background(), dir, func(context.Context) (bool, error) { return running.Load(), nil })
 	waitFor(t, out, "one\n")
 
 	rotated := path + ".20200927-111803"
@@ -283,12 +273,7 @@ func TestFollowReadsTheNewFileOfAStoppedContainer(t *testing.T) {
 		}
 		return false, nil
 	}
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		log := Log{Dir: dir, Name: "app/0.log", Running: running}
-		done <- read(context.Background(), log, Options{TailLines: -1, LimitBytes: -1, Follow: true}, out, out)
-	}()
+	out, done := follow(context.Background(), dir, running)
 	waitFor(t, out, "one\n")
 
 	stopping.Store(true)
@@ -305,12 +290,7 @@ func TestFollowReadsTheNewFileOfAStoppedContainer(t *testing.T) {
 func TestFollowEndsWithTheContext(t *testing.T) {
 	dir := podLogDir(t, logLine(1, "stdout", "F", "one"))
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		log := Log{Dir: dir, Name: "app/0.log", Running: func(context.Context) (bool, error) { return true, nil }}
-		done <- read(ctx, log, Options{TailLines: -1, LimitBytes: -1, Follow: true}, out, out)
-	}()
+	out, done := follow(ctx, dir, func(context.Context) (bool, error) { return true, nil })
 	waitFor(t, out, "one\n")
 	cancel()
 	if err := <-done; err == nil {
@@ -335,6 +315,18 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("wrote %d bytes, limit %d", out.Len(), opts.LimitBytes)
 		}
 	})
+}
+
+// follow follows app/0.log in dir from its start, as `kubectl logs -f`
+// does, into out; done gets what the follow returns.
+func follow(ctx context.Context, dir string, running func(context.Context) (bool, error)) (out *syncBuffer, done <-chan error) {
+	out = &syncBuffer{}
+	result := make(chan error, 1)
+	go func() {
+		log := Log{Dir: dir, Name: "app/0.log", Running: running}
+		result <- read(ctx, log, Options{TailLines: -1, LimitBytes: -1, Follow: true}, out, out)
+	}()
+	return out, result
 }
 
 // read opens a log and copies it, as the node API does.
