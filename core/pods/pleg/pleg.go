@@ -5,7 +5,8 @@
 //
 // It relists (generic PLEG): every RelistPeriod it lists the runtime's pods,
 // compares each container and sandbox with the previous listing, reads the
-// status of every pod that changed into the cache, emits ContainerStarted,
+// status of every pod that changed into the cache (unless the cache already
+// holds one that shows what the listing shows), emits ContainerStarted,
 // ContainerDied and ContainerRemoved events, and marks the cache fresh as of
 // the relist's start. When the runtime streams container events (CRI
 // GetContainerEvents) and Config.Events is set, it takes the pod statuses

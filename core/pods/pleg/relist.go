@@ -122,9 +122,18 @@ func (p *PLEG) inspectAll(ctx context.Context, work []*inspection) <-chan *inspe
 }
 
 // inspect reads one pod's status into the cache, or the error reading it
-// gave, as upstream's updateCache.
+// gave, as upstream's updateCache, unless the cache holds a status that
+// already shows what the relist lists of the pod (cachedListing): the sync
+// loop reads a pod back once a sync started its containers, and the relist
+// that then sees the start would read the same status again, four CRI
+// calls per pod start that upstream's kubelet, which has no read after a
+// start, does not make either. The events are sent all the same.
 func (p *PLEG) inspect(ctx context.Context, in *inspection) {
 	pod := in.pod
+	if in.status = p.cachedListing(pod); in.status != nil {
+		in.updated = true
+		return
+	}
 	timestamp := p.clock.Now()
 	ctx, cancel := context.WithTimeout(ctx, p.inspectTimeout)
 	defer cancel()
@@ -140,6 +149,34 @@ func (p *PLEG) inspect(ctx context.Context, in *inspection) {
 		timestamp = in.status.Timestamp
 	}
 	in.updated = p.cache.Set(pod.UID, in.status, in.err, timestamp)
+	if !in.updated && in.err == nil {
+		// A read that began after this one (the sync loop's) was cached
+		// first. If it too shows what the relist lists, the pod is as
+		// fresh as the listing and its events go now rather than after
+		// the next relist reads the pod once more.
+		if cached := p.cachedListing(pod); cached != nil {
+			in.status, in.updated = cached, true
+		}
+	}
+}
+
+// cachedListing returns the pod's cached status if it shows the same
+// containers and sandboxes in the same states as the relist lists (listed)
+// and nothing else, or nil. Such a status was read after every change the
+// listing shows, and what the status holds beyond the listing does not
+// change while the states stay (an exited container's exit code, a ready
+// sandbox's addresses), so reading the pod again would give the same
+// status. Only while relisting: with container events the cache holds the
+// runtime's timestamps, which a reused status must not be ordered against.
+func (p *PLEG) cachedListing(listed *container.Pod) *container.PodStatus {
+	if p.evented.Load() {
+		return nil
+	}
+	status, err := p.cache.Get(listed.UID)
+	if err != nil || status == nil || !listedAs(status, listed) {
+		return nil
+	}
+	return status
 }
 
 // emit sends events without blocking: when the channel is full the event
