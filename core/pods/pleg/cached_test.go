@@ -141,3 +141,55 @@ func TestRelistReadOvertakenByTheLoopsRead(t *testing.T) {
 		t.Errorf("the relist after read %v again, want nothing", got)
 	}
 }
+
+// A relist reads the sandboxes and containers it listed, not what the pod
+// has by the time of the read, and dates the status at the listing: a
+// container made after the listing is neither in the cached status nor
+// hidden by a date after its making; the next relist lists and reads it.
+func TestRelistReadsWhatItListed(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	h.runtime.setPods(pod("a", "sb"))
+	h.pleg.Relist(ctx)
+	h.drain()
+
+	h.clock.Step(time.Second)
+	start := h.clock.Now()
+	h.runtime.setPods(pod("a", "sb", "c1=running"))
+	release := h.runtime.block("a")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.pleg.Relist(ctx)
+	}()
+	<-h.runtime.entered
+	// The pod's worker starts another container while the relist reads.
+	h.clock.Step(time.Millisecond)
+	made := h.clock.Now()
+	h.runtime.setPods(pod("a", "sb", "c1=running", "c2=running"))
+	release()
+	<-done
+
+	if got, want := h.drain(), []string{"a:ContainerStarted:c1"}; !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+	got, _ := h.cache.Get("a")
+	if !listedAs(got, pod("a", "sb", "c1=running")) {
+		t.Errorf("cached %+v, want what the relist listed", got)
+	}
+	if _, _, fresh := h.fresh("a", made); fresh {
+		t.Error("the status read in the relist counts as newer than a container made after its listing")
+	}
+	if _, _, fresh := h.fresh("a", start.Add(-time.Nanosecond)); !fresh {
+		t.Error("the status read in the relist is not fresh as of its listing")
+	}
+
+	h.clock.Step(time.Second)
+	h.pleg.Relist(ctx)
+	if got, want := h.drain(), []string{"a:ContainerStarted:c2"}; !slices.Equal(got, want) {
+		t.Errorf("the next relist sent %v, want %v", got, want)
+	}
+	if got, _ := h.cache.Get("a"); !listedAs(got, pod("a", "sb", "c1=running", "c2=running")) {
+		t.Errorf("cached %+v after the next relist, want both containers", got)
+	}
+}

@@ -58,7 +58,7 @@ func (p *PLEG) Relist(ctx context.Context) {
 			p.emit(events, nil)
 			continue
 		}
-		work = append(work, &inspection{pod: r.current, events: events})
+		work = append(work, &inspection{pod: r.current, listedAt: start, events: events})
 	}
 
 	needsReinspection := map[types.UID]*container.Pod{}
@@ -83,8 +83,9 @@ func (p *PLEG) Relist(ctx context.Context) {
 
 // inspection is one pod's refresh in a relist: its input and its outcome.
 type inspection struct {
-	pod    *container.Pod
-	events []*PodLifecycleEvent
+	pod      *container.Pod
+	listedAt time.Time
+	events   []*PodLifecycleEvent
 
 	status  *container.PodStatus
 	err     error
@@ -122,22 +123,33 @@ func (p *PLEG) inspectAll(ctx context.Context, work []*inspection) <-chan *inspe
 }
 
 // inspect reads one pod's status into the cache, or the error reading it
-// gave, as upstream's updateCache, unless the cache holds a status that
-// already shows what the relist lists of the pod (cachedListing): the sync
-// loop reads a pod back once a sync started its containers, and the relist
-// that then sees the start would read the same status again, four CRI
-// calls per pod start that upstream's kubelet, which has no read after a
-// start, does not make either. The events are sent all the same.
+// gave, as upstream's updateCache, with two differences while relisting.
+// It reads the sandboxes and containers the listing holds of the pod
+// (ListedPodStatus), not the pod's own lists of them, and dates the status
+// at the listing's start. And it reads nothing when the cache holds a
+// status that already shows what the listing shows (cachedListing): the
+// sync loop reads a pod back once a sync started its containers, and the
+// relist that then sees the start would read the same status again, four
+// CRI calls per pod start that upstream's kubelet, which has no read after
+// a start, does not make either. The events are sent all the same.
 func (p *PLEG) inspect(ctx context.Context, in *inspection) {
 	pod := in.pod
 	if in.status = p.cachedListing(pod); in.status != nil {
+		// Confirmed as of the listing: a worker whose last action came
+		// before it need not wait for the end of the relist.
+		p.cache.Set(pod.UID, in.status, nil, in.listedAt)
 		in.updated = true
 		return
 	}
 	timestamp := p.clock.Now()
 	ctx, cancel := context.WithTimeout(ctx, p.inspectTimeout)
 	defer cancel()
-	in.status, in.err = p.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if p.evented.Load() {
+		in.status, in.err = p.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	} else {
+		timestamp = in.listedAt
+		in.status, in.err = p.runtime.ListedPodStatus(ctx, pod, in.listedAt)
+	}
 	if in.err != nil {
 		in.err = fmt.Errorf("reading the status of pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, in.err)
 		if !shuttingDown(ctx) {
