@@ -68,8 +68,9 @@ func (p *PLEG) Relist(ctx context.Context) {
 		case in.err != nil:
 			needsReinspection[uid] = in.pod
 		case !in.updated:
-			// The event stream already cached something newer and sent
-			// its events; the next relist looks at the pod again.
+			// The event stream or the sync loop already cached something
+			// newer that differs from the listing; the next relist looks
+			// at the pod again.
 		default:
 			p.records.update(uid)
 			p.emit(in.events, in.status)
@@ -162,10 +163,10 @@ func (p *PLEG) inspect(ctx context.Context, in *inspection) {
 	}
 	in.updated = p.cache.Set(pod.UID, in.status, in.err, timestamp)
 	if !in.updated && in.err == nil {
-		// A read that began after this one (the sync loop's) was cached
-		// first. If it too shows what the relist lists, the pod is as
-		// fresh as the listing and its events go now rather than after
-		// the next relist reads the pod once more.
+		// The cache holds a newer status (the sync loop's read after a
+		// start, dated after the listing). If it too shows what the
+		// relist lists, the pod is as fresh as the listing and its events
+		// go now rather than after the next relist reads the pod again.
 		if cached := p.cachedListing(pod); cached != nil {
 			in.status, in.updated = cached, true
 		}
