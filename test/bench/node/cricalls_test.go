@@ -32,10 +32,13 @@ const callsSettle = 5 * time.Second
 // by method, to start the same batch of pods (the node benchmark's) on
 // private containerds of their own: from each agent's
 // kubelet_runtime_operations_total before the manifests are written, once
-// every container runs and again callsSettle later. The counts do not
-// depend on the machine's load, unlike start times, and every call an
-// agent makes beyond the kubelet's costs the runtime CPU that a start on
-// a saturated machine waits for (issue 18). It prints calls per pod for
+// every container runs and again callsSettle later. Calls made meanwhile
+// for no one pod (each relist's listing, runtime status polls) count too:
+// the runtime serves them during the start. The counts depend on the
+// machine's load far less than start times do (a relist that finds a pod
+// half made reads it once more), and every call an agent makes beyond the
+// kubelet's costs the runtime CPU that a start on a saturated machine
+// waits for (issue 18). It prints calls per pod for
 // each method and reports the totals as metrics. BENCH_BASELINE_BIN_DIR
 // adds another build of microlet (before a change), counted in the same
 // run.
