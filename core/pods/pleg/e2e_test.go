@@ -66,28 +66,33 @@ func (r criRuntime) ListPods(ctx context.Context) ([]*container.Pod, error) {
 }
 
 func (r criRuntime) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error) {
+	at := time.Now()
 	pods, err := r.ListPods(ctx)
 	if err != nil {
 		return nil, err
 	}
-	status := &container.PodStatus{UID: uid, Name: name, Namespace: namespace, Timestamp: time.Now()}
 	for _, p := range pods {
-		if p.UID != uid {
-			continue
+		if p.UID == uid {
+			return r.ListedPodStatus(ctx, p, at)
 		}
-		for _, s := range p.Sandboxes {
-			status.Sandboxes = append(status.Sandboxes, &container.SandboxStatus{ID: s.ID, State: s.State})
+	}
+	return &container.PodStatus{UID: uid, Name: name, Namespace: namespace, Timestamp: at}, nil
+}
+
+func (r criRuntime) ListedPodStatus(ctx context.Context, listed *container.Pod, listedAt time.Time) (*container.PodStatus, error) {
+	status := &container.PodStatus{UID: listed.UID, Name: listed.Name, Namespace: listed.Namespace, Timestamp: listedAt}
+	for _, s := range listed.Sandboxes {
+		status.Sandboxes = append(status.Sandboxes, &container.SandboxStatus{ID: s.ID, State: s.State})
+	}
+	for _, c := range listed.Containers {
+		resp, err := r.c.ContainerStatus(ctx, c.ID, false)
+		if err != nil {
+			return nil, err
 		}
-		for _, c := range p.Containers {
-			resp, err := r.c.ContainerStatus(ctx, c.ID, false)
-			if err != nil {
-				return nil, err
-			}
-			s := resp.GetStatus()
-			status.Containers = append(status.Containers, &container.ContainerStatus{
-				ID: c.ID, Name: c.Name, SandboxID: c.SandboxID, State: container.StateFromCRI(s.GetState()), ExitCode: s.GetExitCode(), Reason: s.GetReason(),
-			})
-		}
+		s := resp.GetStatus()
+		status.Containers = append(status.Containers, &container.ContainerStatus{
+			ID: c.ID, Name: c.Name, SandboxID: c.SandboxID, State: container.StateFromCRI(s.GetState()), ExitCode: s.GetExitCode(), Reason: s.GetReason(),
+		})
 	}
 	return status, nil
 }

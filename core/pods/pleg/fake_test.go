@@ -113,7 +113,26 @@ func (r *fakeRuntime) GetPodStatus(ctx context.Context, uid types.UID, name, nam
 	return s, nil
 }
 
+// ListedPodStatus is GetPodStatus limited to the listed sandboxes and
+// containers, dated at the listing, as the runtime manager's.
+func (r *fakeRuntime) ListedPodStatus(ctx context.Context, listed *container.Pod, listedAt time.Time) (*container.PodStatus, error) {
+	s, err := r.GetPodStatus(ctx, listed.UID, listed.Name, listed.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	ids := states(listed)
+	s.Sandboxes = slices.DeleteFunc(s.Sandboxes, func(sb *container.SandboxStatus) bool { _, ok := ids[sb.ID]; return !ok })
+	s.Containers = slices.DeleteFunc(s.Containers, func(c *container.ContainerStatus) bool { _, ok := ids[c.ID]; return !ok })
+	s.Timestamp = listedAt
+	return s, nil
+}
+
+// statusFromPod is the status of a pod as listed; a nil pod (gone from
+// the runtime) has none.
 func statusFromPod(pod *container.Pod, name, namespace string) *container.PodStatus {
+	if pod == nil {
+		return &container.PodStatus{Name: name, Namespace: namespace}
+	}
 	s := &container.PodStatus{UID: pod.UID, Name: name, Namespace: namespace}
 	for _, sb := range pod.Sandboxes {
 		s.Sandboxes = append(s.Sandboxes, &container.SandboxStatus{ID: sb.ID, State: sb.State})

@@ -5,9 +5,10 @@
 //
 // It relists (generic PLEG): every RelistPeriod it lists the runtime's pods,
 // compares each container and sandbox with the previous listing, reads the
-// status of every pod that changed into the cache, emits ContainerStarted,
-// ContainerDied and ContainerRemoved events, and marks the cache fresh as of
-// the relist's start. When the runtime streams container events (CRI
+// status of what it listed of every pod that changed into the cache (unless
+// the cache already holds one that shows what the listing shows), emits
+// ContainerStarted, ContainerDied and ContainerRemoved events, and marks the
+// cache fresh as of the relist's start. When the runtime streams container events (CRI
 // GetContainerEvents) and Config.Events is set, it takes the pod statuses
 // from the events instead and relists only every 300 s as a safety net,
 // falling back to relisting every RelistPeriod after 5 stream failures
@@ -71,6 +72,9 @@ type Runtime interface {
 	ListPods(ctx context.Context) ([]*container.Pod, error)
 	// GetPodStatus reads everything the runtime knows of one pod.
 	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error)
+	// ListedPodStatus reads the status of the sandboxes and containers a
+	// listing that began at listedAt holds of one pod, dated listedAt.
+	ListedPodStatus(ctx context.Context, listed *container.Pod, listedAt time.Time) (*container.PodStatus, error)
 }
 
 // Config configures a PLEG. Zero durations take the defaults above.

@@ -58,7 +58,7 @@ func (p *PLEG) Relist(ctx context.Context) {
 			p.emit(events, nil)
 			continue
 		}
-		work = append(work, &inspection{pod: r.current, events: events})
+		work = append(work, &inspection{pod: r.current, listedAt: start, events: events})
 	}
 
 	needsReinspection := map[types.UID]*container.Pod{}
@@ -68,8 +68,9 @@ func (p *PLEG) Relist(ctx context.Context) {
 		case in.err != nil:
 			needsReinspection[uid] = in.pod
 		case !in.updated:
-			// The event stream already cached something newer and sent
-			// its events; the next relist looks at the pod again.
+			// The event stream or the sync loop already cached something
+			// newer that differs from the listing; the next relist looks
+			// at the pod again.
 		default:
 			p.records.update(uid)
 			p.emit(in.events, in.status)
@@ -83,8 +84,9 @@ func (p *PLEG) Relist(ctx context.Context) {
 
 // inspection is one pod's refresh in a relist: its input and its outcome.
 type inspection struct {
-	pod    *container.Pod
-	events []*PodLifecycleEvent
+	pod      *container.Pod
+	listedAt time.Time
+	events   []*PodLifecycleEvent
 
 	status  *container.PodStatus
 	err     error
@@ -122,13 +124,33 @@ func (p *PLEG) inspectAll(ctx context.Context, work []*inspection) <-chan *inspe
 }
 
 // inspect reads one pod's status into the cache, or the error reading it
-// gave, as upstream's updateCache.
+// gave, as upstream's updateCache, with two differences while relisting.
+// It reads the sandboxes and containers the listing holds of the pod
+// (ListedPodStatus), not the pod's own lists of them, and dates the status
+// at the listing's start. And it reads nothing when the cache holds a
+// status that already shows what the listing shows (cachedListing): the
+// sync loop reads a pod back once a sync started its containers, and the
+// relist that then sees the start would read the same status again, four
+// CRI calls per pod start that upstream's kubelet, which has no read after
+// a start, does not make either. The events are sent all the same.
 func (p *PLEG) inspect(ctx context.Context, in *inspection) {
 	pod := in.pod
+	if in.status = p.cachedListing(pod); in.status != nil {
+		// Confirmed as of the listing: a worker whose last action came
+		// before it need not wait for the end of the relist.
+		p.cache.Set(pod.UID, in.status, nil, in.listedAt)
+		in.updated = true
+		return
+	}
 	timestamp := p.clock.Now()
 	ctx, cancel := context.WithTimeout(ctx, p.inspectTimeout)
 	defer cancel()
-	in.status, in.err = p.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if p.evented.Load() {
+		in.status, in.err = p.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	} else {
+		timestamp = in.listedAt
+		in.status, in.err = p.runtime.ListedPodStatus(ctx, pod, in.listedAt)
+	}
 	if in.err != nil {
 		in.err = fmt.Errorf("reading the status of pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, in.err)
 		if !shuttingDown(ctx) {
@@ -140,6 +162,34 @@ func (p *PLEG) inspect(ctx context.Context, in *inspection) {
 		timestamp = in.status.Timestamp
 	}
 	in.updated = p.cache.Set(pod.UID, in.status, in.err, timestamp)
+	if !in.updated && in.err == nil {
+		// The cache holds a newer status (the sync loop's read after a
+		// start, dated after the listing). If it too shows what the
+		// relist lists, the pod is as fresh as the listing and its events
+		// go now rather than after the next relist reads the pod again.
+		if cached := p.cachedListing(pod); cached != nil {
+			in.status, in.updated = cached, true
+		}
+	}
+}
+
+// cachedListing returns the pod's cached status if it shows the same
+// containers and sandboxes in the same states as the relist lists (listed)
+// and nothing else, or nil. Such a status was read after every change the
+// listing shows, and what the status holds beyond the listing does not
+// change while the states stay (an exited container's exit code, a ready
+// sandbox's addresses), so reading the pod again would give the same
+// status. Only while relisting: with container events the cache holds the
+// runtime's timestamps, which a reused status must not be ordered against.
+func (p *PLEG) cachedListing(listed *container.Pod) *container.PodStatus {
+	if p.evented.Load() {
+		return nil
+	}
+	status, err := p.cache.Get(listed.UID)
+	if err != nil || status == nil || !listedAs(status, listed) {
+		return nil
+	}
+	return status
 }
 
 // emit sends events without blocking: when the channel is full the event

@@ -420,6 +420,19 @@ spec:
 			t.Errorf("listed container %+v differs from the status %+v", c, sc)
 		}
 	}
+	// Read from the listing (PLEG's relist), the status is the same, dated
+	// at the listing.
+	listedAt := time.Now().Add(-time.Second)
+	listed, err := fresh.ListedPodStatus(ctx, pods[0], listedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, listed, cmpopts.IgnoreFields(container.PodStatus{}, "Timestamp")); diff != "" {
+		t.Errorf("status read from the listing (-GetPodStatus +ListedPodStatus):\n%s", diff)
+	}
+	if !listed.Timestamp.Equal(listedAt) {
+		t.Errorf("status read from the listing dated %v, want the listing's %v", listed.Timestamp, listedAt)
+	}
 
 	// The pod's source forgets it while the core is down: the fresh
 	// manager kills it as an orphan, from what the runtime knows.

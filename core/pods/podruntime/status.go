@@ -80,26 +80,61 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 		return nil, err
 	}
 	slices.SortFunc(sandboxes, func(a, b *runtimeapi.PodSandbox) int { return cmp.Compare(b.CreatedAt, a.CreatedAt) })
-	for _, s := range sandboxes {
-		resp, err := m.cri.PodSandboxStatus(ctx, s.Id, false)
-		if crierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if resp.GetStatus() == nil {
-			return nil, fmt.Errorf("the runtime returned no status for sandbox %s", s.Id)
-		}
-		status.Sandboxes = append(status.Sandboxes, sandboxStatus(resp.GetStatus()))
+	ids := make([]string, len(sandboxes))
+	for i, s := range sandboxes {
+		ids[i] = s.Id
+	}
+	if status.Sandboxes, err = m.sandboxStatuses(ctx, ids); err != nil {
+		return nil, err
 	}
 
 	containers, err := m.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range containers {
-		resp, err := m.cri.ContainerStatus(ctx, c.Id, false)
+	refs := make([]containerRef, len(containers))
+	for i, c := range containers {
+		refs[i] = containerRef{id: c.Id, sandboxID: c.PodSandboxId}
+	}
+	if status.Containers, err = m.containerStatuses(ctx, refs); err != nil {
+		return nil, err
+	}
+	return status, nil
+}
+
+// ListedPodStatus reads the status of the sandboxes and containers a
+// listing (ListPods, begun at listedAt) holds of a pod: GetPodStatus
+// without the pod's two filtered lists, which containerd answers by going
+// through every sandbox and container on the node, so that a relist that
+// reads each of N starting pods cost O(N²). What was made after the listing
+// is not in the status; it is dated listedAt, so that nobody waiting for a
+// status newer than their own later action takes it for one.
+func (m *Manager) ListedPodStatus(ctx context.Context, listed *container.Pod, listedAt time.Time) (*container.PodStatus, error) {
+	status := &container.PodStatus{UID: listed.UID, Name: listed.Name, Namespace: listed.Namespace, Timestamp: listedAt}
+	ids := make([]string, len(listed.Sandboxes))
+	for i, s := range listed.Sandboxes {
+		ids[i] = s.ID
+	}
+	var err error
+	if status.Sandboxes, err = m.sandboxStatuses(ctx, ids); err != nil {
+		return nil, err
+	}
+	refs := make([]containerRef, len(listed.Containers))
+	for i, c := range listed.Containers {
+		refs[i] = containerRef{id: c.ID, sandboxID: c.SandboxID}
+	}
+	if status.Containers, err = m.containerStatuses(ctx, refs); err != nil {
+		return nil, err
+	}
+	return status, nil
+}
+
+// sandboxStatuses reads the sandboxes' statuses, in the order given; a
+// sandbox removed meanwhile is left out.
+func (m *Manager) sandboxStatuses(ctx context.Context, ids []string) ([]*container.SandboxStatus, error) {
+	var out []*container.SandboxStatus
+	for _, id := range ids {
+		resp, err := m.cri.PodSandboxStatus(ctx, id, false)
 		if crierrors.IsNotFound(err) {
 			continue
 		}
@@ -107,12 +142,37 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 			return nil, err
 		}
 		if resp.GetStatus() == nil {
-			return nil, fmt.Errorf("the runtime returned no status for container %s", c.Id)
+			return nil, fmt.Errorf("the runtime returned no status for sandbox %s", id)
 		}
-		status.Containers = append(status.Containers, m.containerStatus(c.PodSandboxId, resp.GetStatus()))
+		out = append(out, sandboxStatus(resp.GetStatus()))
 	}
-	slices.SortStableFunc(status.Containers, func(a, b *container.ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return status, nil
+	return out, nil
+}
+
+// containerRef is a container as a listing names it.
+type containerRef struct {
+	id, sandboxID string
+}
+
+// containerStatuses reads the containers' statuses, newest first; a
+// container removed meanwhile is left out.
+func (m *Manager) containerStatuses(ctx context.Context, refs []containerRef) ([]*container.ContainerStatus, error) {
+	var out []*container.ContainerStatus
+	for _, c := range refs {
+		resp, err := m.cri.ContainerStatus(ctx, c.id, false)
+		if crierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if resp.GetStatus() == nil {
+			return nil, fmt.Errorf("the runtime returned no status for container %s", c.id)
+		}
+		out = append(out, m.containerStatus(c.sandboxID, resp.GetStatus()))
+	}
+	slices.SortStableFunc(out, func(a, b *container.ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return out, nil
 }
 
 // GeneratePodStatus turns a container event, which carries the pod's

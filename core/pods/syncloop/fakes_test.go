@@ -114,6 +114,16 @@ func (r *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, names
 	return r.copyOf(uid, name, namespace), nil
 }
 
+// ListedPodStatus is the pod's whole status, dated at the listing: the
+// loop's tests run no PLEG, which alone calls it.
+func (r *fakeRuntime) ListedPodStatus(_ context.Context, listed *container.Pod, listedAt time.Time) (*container.PodStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.copyOf(listed.UID, listed.Name, listed.Namespace)
+	s.Timestamp = listedAt
+	return s, nil
+}
+
 // copyOf is a deep copy of a pod's status; an empty one when the runtime
 // has nothing of it.
 func (r *fakeRuntime) copyOf(uid types.UID, name, namespace string) *container.PodStatus {

@@ -69,8 +69,9 @@ func startedContainer(result *podruntime.SyncResult) bool {
 // relist period plus the relist's own time later (0.7 s median, 1.5 s at
 // most, in a 100-pod start on 2 loaded cores): every pod's startup as the
 // control plane sees it would wait that long. The read goes into the
-// runtime cache too, as a relist's would; the relist that follows finds
-// the same status, and the sync its event causes changes nothing. A
+// runtime cache too, as a relist's would; the relist that follows sends
+// the start's events without reading the pod again when this status shows
+// what it lists, and the sync its event causes changes nothing. A
 // failed read only leaves that to the relist, and a read older than what
 // the cache already holds (an event came first) to the sync that event
 // causes.
