@@ -2,8 +2,12 @@
 
 package sdk
 
-import "github.com/hashicorp/go-hclog"
+import (
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+)
 
-func limitParallelism()          {}
-func nameProcess()               {}
-func releaseMemory(hclog.Logger) {}
+func limitParallelism()                      {}
+func nameProcess()                           {}
+func releaseMemory(hclog.Logger)             {}
+func releaseAfterCalls() []grpc.ServerOption { return nil }
