@@ -2,12 +2,8 @@
 
 package sdk
 
-import (
-	"github.com/hashicorp/go-hclog"
-	"google.golang.org/grpc"
-)
+import "github.com/hashicorp/go-hclog"
 
-func limitParallelism()                      {}
-func nameProcess()                           {}
-func releaseMemory(hclog.Logger)             {}
-func releaseAfterCalls() []grpc.ServerOption { return nil }
+func limitParallelism()          {}
+func nameProcess()               {}
+func releaseMemory(hclog.Logger) {}

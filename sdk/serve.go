@@ -65,8 +65,7 @@ func Serve[C any](info Info, p Plugin[C]) {
 		VersionedPlugins: transport.PluginSet(gp),
 		TLSProvider:      transport.ServerTLS,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			opts = append(opts, transport.ServerOptions()...)
-			return grpc.NewServer(append(opts, releaseAfterCalls()...)...)
+			return grpc.NewServer(append(opts, transport.ServerOptions()...)...)
 		},
 		Logger: logger,
 	})
