@@ -14,6 +14,7 @@ import (
 
 	basev1 "github.com/microlet/microlet/proto/microlet/base/v1"
 	hostv1 "github.com/microlet/microlet/proto/microlet/host/v1"
+	"github.com/microlet/microlet/sdk/transport"
 )
 
 // baseServer serves microlet.base.v1.PluginService for a plugin.
@@ -99,7 +100,7 @@ func (s *baseServer[C]) dialHost(req *basev1.ConfigureRequest) (*Host, error) {
 	if id == 0 {
 		return nil, nil
 	}
-	conn, err := s.broker.Dial(id)
+	conn, err := s.broker.DialWithOptions(id, transport.DialOptions()...)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "dial the core's host service (broker id %d): %v", id, err)
 	}

@@ -65,10 +65,7 @@ func Serve[C any](info Info, p Plugin[C]) {
 		VersionedPlugins: transport.PluginSet(gp),
 		TLSProvider:      transport.ServerTLS,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			opts = append(opts,
-				grpc.MaxRecvMsgSize(transport.MaxMessageBytes),
-				grpc.MaxSendMsgSize(transport.MaxMessageBytes))
-			return grpc.NewServer(opts...)
+			return grpc.NewServer(append(opts, transport.ServerOptions()...)...)
 		},
 		Logger: logger,
 	})

@@ -176,10 +176,7 @@ func (h *Host) configure(ctx context.Context, pr *process) error {
 	if h.opts.HostService != nil {
 		brokerID = pr.broker.NextId()
 		go pr.broker.AcceptAndServe(brokerID, func(opts []grpc.ServerOption) *grpc.Server {
-			opts = append(opts,
-				grpc.MaxRecvMsgSize(transport.MaxMessageBytes),
-				grpc.MaxSendMsgSize(transport.MaxMessageBytes))
-			server := grpc.NewServer(opts...)
+			server := grpc.NewServer(append(opts, transport.ServerOptions()...)...)
 			hostv1.RegisterHostServiceServer(server, h.opts.HostService)
 			return server
 		})

@@ -44,6 +44,35 @@ const (
 // peer fails loudly instead of exhausting memory.
 const MaxMessageBytes = 64 << 20
 
+// ServerOptions are the options of the gRPC servers at either end: the
+// plugin's, and the host service the core serves each plugin over the
+// broker. Messages are bounded by MaxMessageBytes, and gRPC reads the
+// connection without a buffer of its own (see DialOptions).
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxMessageBytes),
+		grpc.MaxSendMsgSize(MaxMessageBytes),
+		grpc.ReadBufferSize(0),
+	}
+}
+
+// DialOptions are the options of the gRPC clients at either end: the
+// core's of its plugin, and the plugin's of the core's host service.
+// Messages are bounded by MaxMessageBytes. Every such connection is TLS,
+// whose reader already decrypts a whole record into a buffer of its own
+// and hands it out from memory, so gRPC's 32 KiB read buffer per
+// connection in front of it saves no system call; it costs 32 KiB live
+// at each end of each connection, 12 of them in a core with six plugins
+// (docs/performance.md, Memory).
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(MaxMessageBytes),
+			grpc.MaxCallSendMsgSize(MaxMessageBytes)),
+		grpc.WithReadBufferSize(0),
+	}
+}
+
 // Conn is what the core gets when it dispenses a plugin.
 type Conn struct {
 	// Conn is the gRPC connection to the plugin process.
@@ -102,9 +131,7 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) (config *plugin.ClientConf
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		TLSConfig:        tlsConfig,
 		SkipHostEnv:      true,
-		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(MaxMessageBytes),
-			grpc.MaxCallSendMsgSize(MaxMessageBytes))},
-		Logger: logger,
+		GRPCDialOptions:  DialOptions(),
+		Logger:           logger,
 	}, env, nil
 }
