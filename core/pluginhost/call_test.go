@@ -134,3 +134,47 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+// A call that runs out of the host's time asks for a health check of its
+// process at once; one the caller cancels does not.
+func TestCallOutOfTimeSuspectsTheProcess(t *testing.T) {
+	tests := []struct {
+		name        string
+		callerCtx   func() (context.Context, context.CancelFunc)
+		wantSuspect bool
+	}{
+		{"the call's deadline", func() (context.Context, context.CancelFunc) { return context.WithCancel(t.Context()) }, true},
+		{"the caller's cancellation", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			return ctx, cancel
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lease := testLease(t)
+			lease.process, _ = fakeProcess("a")
+			client := Client[*Lease]{Slot: &swappingSlot{processes: []*Lease{lease}}, Timeout: time.Millisecond,
+				New: func(grpc.ClientConnInterface) *Lease { return lease }}
+			ctx, cancel := tt.callerCtx()
+			defer cancel()
+			err := client.Call(ctx, func(ctx context.Context, _ Conn[*Lease]) error {
+				<-ctx.Done() // a hung plugin answers nothing
+				return status.FromContextError(ctx.Err()).Err()
+			})
+			if err == nil {
+				t.Fatal("a call that got no answer succeeded")
+			}
+			select {
+			case <-lease.process.checkNow:
+				if !tt.wantSuspect {
+					t.Error("a health check was asked for a call the caller ended")
+				}
+			default:
+				if tt.wantSuspect {
+					t.Error("no health check was asked for after the call ran out of time")
+				}
+			}
+		})
+	}
+}

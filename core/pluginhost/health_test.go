@@ -107,3 +107,23 @@ func TestWatchHealthEndsWithTheProcess(t *testing.T) {
 	pr.closeDone()
 	<-returned
 }
+
+// A suspected process is checked at once, not at its next tick, and a
+// failed check is repeated after the check's timeout: a hung plugin that a
+// call found is declared so within seconds however long the period.
+func TestWatchHealthChecksASuspectAtOnce(t *testing.T) {
+	const bad = grpc_health_v1.HealthCheckResponse_NOT_SERVING
+	health := &scriptedHealth{script: []grpc_health_v1.HealthCheckResponse_ServingStatus{bad, bad}}
+	pr := healthProcess(t, health)
+	hung := make(chan error, 1)
+	go pr.watchHealth(time.Hour, 10*time.Millisecond, 2, func(err error, _ time.Duration) { hung <- err })
+	pr.suspect()
+	select {
+	case <-hung:
+	case <-time.After(30 * time.Second): // a bound, not a timing assertion: the period is an hour
+		t.Fatalf("a suspected process failing its checks was not declared hung; %d checks", health.count())
+	}
+	if got := health.count(); got != 2 {
+		t.Errorf("declared hung after %d checks, want 2", got)
+	}
+}

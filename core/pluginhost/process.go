@@ -54,10 +54,22 @@ type process struct {
 
 	// killedBecause is set when the host killed the process (hung).
 	killedBecause atomic.Pointer[string]
+
+	// checkNow asks watchHealth for a check before its next tick.
+	checkNow chan struct{}
 }
 
 func newProcess() *process {
-	return &process{done: make(chan struct{}), drained: make(chan struct{})}
+	return &process{done: make(chan struct{}), drained: make(chan struct{}), checkNow: make(chan struct{}, 1)}
+}
+
+// suspect asks for a health check at once: a call ran out of time, which a
+// hung process does, so the check need not wait for its period.
+func (pr *process) suspect() {
+	select {
+	case pr.checkNow <- struct{}{}:
+	default:
+	}
 }
 
 // lease counts a call in; false once the process is retiring.
@@ -204,24 +216,30 @@ func (pr *process) checkHealth(ctx context.Context, timeout time.Duration) error
 	return nil
 }
 
-// watchHealth checks the process's health every interval. After failures
-// failed checks in a row it calls onHung and returns; it also returns when
-// the process is retired or dies.
+// watchHealth checks the process's health every interval, and at once
+// when a call suspects it (suspect). A failed check is repeated after
+// timeout rather than interval, so that a hung process is declared so
+// within a few seconds of the first sign whatever the interval. After
+// failures failed checks in a row it calls onHung and returns; it also
+// returns when the process is retired or dies.
 func (pr *process) watchHealth(interval, timeout time.Duration, failures int, onHung func(err error, sinceHealthy time.Duration)) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
 	lastHealthy := time.Now()
 	failed := 0
 	for {
 		select {
 		case <-pr.done:
 			return
-		case <-ticker.C:
+		case <-timer.C:
+		case <-pr.checkNow:
+			timer.Stop()
 		}
 		err := pr.checkHealth(context.Background(), timeout)
 		if err == nil {
 			failed = 0
 			lastHealthy = time.Now()
+			timer.Reset(interval)
 			continue
 		}
 		if pr.hasExited() {
@@ -232,5 +250,6 @@ func (pr *process) watchHealth(interval, timeout time.Duration, failures int, on
 			onHung(fmt.Errorf("%d health checks in a row failed, the last with: %w", failed, err), time.Since(lastHealthy))
 			return
 		}
+		timer.Reset(min(interval, timeout))
 	}
 }

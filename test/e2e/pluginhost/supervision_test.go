@@ -95,6 +95,27 @@ func TestHungPluginIsKilledAndReplaced(t *testing.T) {
 	Eventually(t, 5*time.Second, fmt.Sprintf("stopped pid %d is gone", old), func() bool { return e2e.ProcessGone(old) })
 }
 
+// TestHungPluginFoundByACallIsKilled: with health checks an hour apart, a
+// call that runs out of time has the process checked at once, so a hung
+// plugin that is being used is replaced within seconds, not a period.
+func TestHungPluginFoundByACallIsKilled(t *testing.T) {
+	var seen events
+	host, _ := serving(t, pluginhost.Options{OnEvent: seen.record, HealthInterval: time.Hour, CallTimeout: 200 * time.Millisecond}, evictionAlpha)
+	old := mustStatus(t, host, "eviction", "alpha").PID
+
+	if err := syscall.Kill(old, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := GetIdentity(context.Background(), host.Plugin("eviction")); err == nil {
+		t.Fatal("a call to a stopped plugin succeeded")
+	}
+	servedByAnotherProcess(t, host, "eviction", old)
+	if hung, ok := seen.last(pluginhost.EventHung); !ok || hung.PID != old {
+		t.Errorf("hung event = %+v (found %v), want one for pid %d", hung, ok, old)
+	}
+	Eventually(t, 5*time.Second, fmt.Sprintf("stopped pid %d is gone", old), func() bool { return e2e.ProcessGone(old) })
+}
+
 func TestKilledCoreLeavesNoPlugin(t *testing.T) {
 	// Become the subreaper of the core's orphans, to learn how they died:
 	// by the parent-death signal (SIGKILL at once), not by the SDK's own
