@@ -210,12 +210,7 @@ func TestFollowAcrossRotation(t *testing.T) {
 	waitFor(t, out, "five\n")
 
 	running.Store(false)
-	if err := <-done; err != nil {
-		t.Fatalf("Read: %v", err)
-	}
-	if got, want := out.String(), "one\ntwo\nthree\nfour\nfive\n"; got != want {
-		t.Errorf("followed %q, want %q", got, want)
-	}
+	expectFollowed(t, done, out, "one\ntwo\nthree\nfour\nfive\n")
 }
 
 // TestFollowWaitsForTheRuntimeToSwitch: containerd makes the new file
@@ -243,12 +238,7 @@ func TestFollowWaitsForTheRuntimeToSwitch(t *testing.T) {
 	waitFor(t, out, "three\n")
 
 	running.Store(false)
-	if err := <-done; err != nil {
-		t.Fatalf("Read: %v", err)
-	}
-	if got, want := out.String(), "one\ntwo\nthree\n"; got != want {
-		t.Errorf("followed %q, want %q", got, want)
-	}
+	expectFollowed(t, done, out, "one\ntwo\nthree\n")
 }
 
 // TestFollowReadsTheNewFileOfAStoppedContainer: a container that stops
@@ -277,12 +267,7 @@ func TestFollowReadsTheNewFileOfAStoppedContainer(t *testing.T) {
 	waitFor(t, out, "one\n")
 
 	stopping.Store(true)
-	if err := <-done; err != nil {
-		t.Fatalf("Read: %v", err)
-	}
-	if got, want := out.String(), "one\ntwo\n"; got != want {
-		t.Errorf("followed %q, want %q", got, want)
-	}
+	expectFollowed(t, done, out, "one\ntwo\n")
 }
 
 // TestFollowEndsWithTheContext: a follow of a running container ends when
@@ -315,6 +300,17 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("wrote %d bytes, limit %d", out.Len(), opts.LimitBytes)
 		}
 	})
+}
+
+// expectFollowed waits for a follow to end and checks what it wrote.
+func expectFollowed(t *testing.T, done <-chan error, out *syncBuffer, want string) {
+	t.Helper()
+	if err := <-done; err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if got := out.String(); got != want {
+		t.Errorf("followed %q, want %q", got, want)
+	}
 }
 
 // follow follows app/0.log in dir from its start, as `kubectl logs -f`
