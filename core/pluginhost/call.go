@@ -104,11 +104,14 @@ func (c Client[C]) Call(ctx context.Context, fn func(ctx context.Context, conn C
 	callCtx, cancel := withCallTimeout(ctx, timeout)
 	defer cancel()
 	err = fn(callCtx, Conn[C]{Client: c.New(lease.Conn), Capabilities: lease.Capabilities})
-	if err != nil && ctx.Err() == nil && callCtx.Err() != nil && lease.process != nil {
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	if callCtx.Err() != nil && lease.process != nil {
 		// The call ran out of the host's time, not the caller's.
 		lease.process.suspect()
 	}
-	if err != nil && ctx.Err() == nil && lease.lostDuring(err) {
+	if lease.lostDuring(err) {
 		if pr := lease.process; pr != nil {
 			return fmt.Errorf("%w: plugin %s (pid %d) was lost during the call: %w", ErrUnavailable, pr.spec, pr.pid, err)
 		}

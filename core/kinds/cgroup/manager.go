@@ -194,21 +194,21 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	ticker := time.NewTicker(m.opts.ReapplyInterval)
 	defer ticker.Stop()
-	for {
+	reapply := func() {
 		if err := m.syncNode(ctx); err != nil && ctx.Err() == nil {
 			m.log.Warn("node cgroups not updated; retrying", "error", err, "in", m.opts.ReapplyInterval)
 		}
-		select {
-		case <-m.nodeTried:
-		default:
-			close(m.nodeTried)
-		}
 		m.removeStuck()
+	}
+	reapply()
+	close(m.nodeTried)
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
+		reapply()
 	}
 }
 

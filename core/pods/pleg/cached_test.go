@@ -106,17 +106,10 @@ func TestRelistReadOvertakenByTheLoopsRead(t *testing.T) {
 
 	h.clock.Step(time.Second)
 	h.runtime.setPods(pod("a", "sb", "c1=running"))
-	release := h.runtime.block("a")
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.pleg.Relist(ctx)
-	}()
-	<-h.runtime.entered
 	loops := statusFromPod(pod("a", "sb", "c1=running"), "pod-a", "default")
-	h.cache.Set("a", loops, nil, h.clock.Now().Add(time.Millisecond))
-	release()
-	<-done
+	relistWhileReading(h, "a", func() {
+		h.cache.Set("a", loops, nil, h.clock.Now().Add(time.Millisecond))
+	})
 
 	if got, want := h.drain(), []string{"a:ContainerStarted:c1"}; !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
@@ -126,6 +119,21 @@ func TestRelistReadOvertakenByTheLoopsRead(t *testing.T) {
 	}
 	h.runtime.takeInspected()
 	expectQuietRelist(t, h)
+}
+
+// relistWhileReading runs a relist and, while it reads pod uid's status,
+// does meanwhile; it returns once the relist has ended.
+func relistWhileReading(h *harness, uid types.UID, meanwhile func()) {
+	release := h.runtime.block(uid)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.pleg.Relist(context.Background())
+	}()
+	<-h.runtime.entered
+	meanwhile()
+	release()
+	<-done
 }
 
 // expectQuietRelist runs the next relist, a second later, of a runtime
@@ -156,19 +164,13 @@ func TestRelistReadsWhatItListed(t *testing.T) {
 	h.clock.Step(time.Second)
 	start := h.clock.Now()
 	h.runtime.setPods(pod("a", "sb", "c1=running"))
-	release := h.runtime.block("a")
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.pleg.Relist(ctx)
-	}()
-	<-h.runtime.entered
-	// The pod's worker starts another container while the relist reads.
-	h.clock.Step(time.Millisecond)
-	made := h.clock.Now()
-	h.runtime.setPods(pod("a", "sb", "c1=running", "c2=running"))
-	release()
-	<-done
+	var made time.Time
+	relistWhileReading(h, "a", func() {
+		// The pod's worker starts another container while the relist reads.
+		h.clock.Step(time.Millisecond)
+		made = h.clock.Now()
+		h.runtime.setPods(pod("a", "sb", "c1=running", "c2=running"))
+	})
 
 	if got, want := h.drain(), []string{"a:ContainerStarted:c1"}; !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)

@@ -97,24 +97,11 @@ func states(pod *container.Pod) map[string]plegState {
 	return out
 }
 
-// statusStates maps the IDs of a pod status's containers and sandboxes
-// to their states, as states does a listing's.
-func statusStates(status *container.PodStatus) map[string]plegState {
-	out := map[string]plegState{}
-	for _, c := range status.Containers {
-		out[c.ID] = containerState(c.State)
-	}
-	for _, s := range status.Sandboxes {
-		out[s.ID] = sandboxState(s.State)
-	}
-	return out
-}
-
 // listedAs says whether a status shows exactly what a listing lists: the
 // same containers and sandboxes, each in the same state as PLEG compares
 // them, so that a relist comparing the two would find no event.
 func listedAs(status *container.PodStatus, listed *container.Pod) bool {
-	return maps.Equal(statusStates(status), states(listed))
+	return maps.Equal(states(status.Pod()), states(listed))
 }
 
 // ids lists the IDs of the pods' containers and sandboxes once each, in

@@ -135,20 +135,21 @@ func (p *PLEG) inspectAll(ctx context.Context, work []*inspection) <-chan *inspe
 // a start, does not make either. The events are sent all the same.
 func (p *PLEG) inspect(ctx context.Context, in *inspection) {
 	pod := in.pod
-	if in.status = p.cachedListing(pod); in.status != nil {
+	evented := p.evented.Load()
+	if in.status = p.cachedListing(pod, evented); in.status != nil {
 		// Confirmed as of the listing: a worker whose last action came
 		// before it need not wait for the end of the relist.
 		p.cache.Set(pod.UID, in.status, nil, in.listedAt)
 		in.updated = true
 		return
 	}
-	timestamp := p.clock.Now()
 	ctx, cancel := context.WithTimeout(ctx, p.inspectTimeout)
 	defer cancel()
-	if p.evented.Load() {
+	timestamp := in.listedAt
+	if evented {
+		timestamp = p.clock.Now()
 		in.status, in.err = p.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	} else {
-		timestamp = in.listedAt
 		in.status, in.err = p.runtime.ListedPodStatus(ctx, pod, in.listedAt)
 	}
 	if in.err != nil {
@@ -156,7 +157,7 @@ func (p *PLEG) inspect(ctx context.Context, in *inspection) {
 		if !shuttingDown(ctx) {
 			p.log.Error("unable to read a pod's status; it is read again on the next relist", "pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID, "error", in.err)
 		}
-	} else if p.evented.Load() && !in.status.Timestamp.IsZero() {
+	} else if evented && !in.status.Timestamp.IsZero() {
 		// Events carry the runtime's timestamps; so must relists that
 		// write the same entries, or the older reading could win.
 		timestamp = in.status.Timestamp
@@ -167,7 +168,7 @@ func (p *PLEG) inspect(ctx context.Context, in *inspection) {
 		// start, dated after the listing). If it too shows what the
 		// relist lists, the pod is as fresh as the listing and its events
 		// go now rather than after the next relist reads the pod again.
-		if cached := p.cachedListing(pod); cached != nil {
+		if cached := p.cachedListing(pod, evented); cached != nil {
 			in.status, in.updated = cached, true
 		}
 	}
@@ -181,8 +182,8 @@ func (p *PLEG) inspect(ctx context.Context, in *inspection) {
 // sandbox's addresses), so reading the pod again would give the same
 // status. Only while relisting: with container events the cache holds the
 // runtime's timestamps, which a reused status must not be ordered against.
-func (p *PLEG) cachedListing(listed *container.Pod) *container.PodStatus {
-	if p.evented.Load() {
+func (p *PLEG) cachedListing(listed *container.Pod, evented bool) *container.PodStatus {
+	if evented {
 		return nil
 	}
 	status, err := p.cache.Get(listed.UID)

@@ -80,23 +80,18 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 		return nil, err
 	}
 	slices.SortFunc(sandboxes, func(a, b *runtimeapi.PodSandbox) int { return cmp.Compare(b.CreatedAt, a.CreatedAt) })
-	ids := make([]string, len(sandboxes))
-	for i, s := range sandboxes {
-		ids[i] = s.Id
-	}
-	if status.Sandboxes, err = m.sandboxStatuses(ctx, ids); err != nil {
-		return nil, err
-	}
-
 	containers, err := m.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
-	refs := make([]containerRef, len(containers))
-	for i, c := range containers {
-		refs[i] = containerRef{id: c.Id, sandboxID: c.PodSandboxId}
+	listed := &container.Pod{}
+	for _, s := range sandboxes {
+		listed.Sandboxes = append(listed.Sandboxes, &container.Sandbox{ID: s.Id})
 	}
-	if status.Containers, err = m.containerStatuses(ctx, refs); err != nil {
+	for _, c := range containers {
+		listed.Containers = append(listed.Containers, &container.Container{ID: c.Id, SandboxID: c.PodSandboxId})
+	}
+	if err := m.readListed(ctx, status, listed); err != nil {
 		return nil, err
 	}
 	return status, nil
@@ -111,68 +106,44 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 // status newer than their own later action takes it for one.
 func (m *Manager) ListedPodStatus(ctx context.Context, listed *container.Pod, listedAt time.Time) (*container.PodStatus, error) {
 	status := &container.PodStatus{UID: listed.UID, Name: listed.Name, Namespace: listed.Namespace, Timestamp: listedAt}
-	ids := make([]string, len(listed.Sandboxes))
-	for i, s := range listed.Sandboxes {
-		ids[i] = s.ID
-	}
-	var err error
-	if status.Sandboxes, err = m.sandboxStatuses(ctx, ids); err != nil {
-		return nil, err
-	}
-	refs := make([]containerRef, len(listed.Containers))
-	for i, c := range listed.Containers {
-		refs[i] = containerRef{id: c.ID, sandboxID: c.SandboxID}
-	}
-	if status.Containers, err = m.containerStatuses(ctx, refs); err != nil {
+	if err := m.readListed(ctx, status, listed); err != nil {
 		return nil, err
 	}
 	return status, nil
 }
 
-// sandboxStatuses reads the sandboxes' statuses, in the order given; a
-// sandbox removed meanwhile is left out.
-func (m *Manager) sandboxStatuses(ctx context.Context, ids []string) ([]*container.SandboxStatus, error) {
-	var out []*container.SandboxStatus
-	for _, id := range ids {
-		resp, err := m.cri.PodSandboxStatus(ctx, id, false)
+// readListed reads into status the statuses of the sandboxes (in the order
+// given) and containers (newest first) that listed names by ID; one removed
+// meanwhile is left out, as upstream.
+func (m *Manager) readListed(ctx context.Context, status *container.PodStatus, listed *container.Pod) error {
+	for _, s := range listed.Sandboxes {
+		resp, err := m.cri.PodSandboxStatus(ctx, s.ID, false)
 		if crierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if resp.GetStatus() == nil {
-			return nil, fmt.Errorf("the runtime returned no status for sandbox %s", id)
+			return fmt.Errorf("the runtime returned no status for sandbox %s", s.ID)
 		}
-		out = append(out, sandboxStatus(resp.GetStatus()))
+		status.Sandboxes = append(status.Sandboxes, sandboxStatus(resp.GetStatus()))
 	}
-	return out, nil
-}
-
-// containerRef is a container as a listing names it.
-type containerRef struct {
-	id, sandboxID string
-}
-
-// containerStatuses reads the containers' statuses, newest first; a
-// container removed meanwhile is left out.
-func (m *Manager) containerStatuses(ctx context.Context, refs []containerRef) ([]*container.ContainerStatus, error) {
-	var out []*container.ContainerStatus
-	for _, c := range refs {
-		resp, err := m.cri.ContainerStatus(ctx, c.id, false)
+	for _, c := range listed.Containers {
+		resp, err := m.cri.ContainerStatus(ctx, c.ID, false)
 		if crierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if resp.GetStatus() == nil {
-			return nil, fmt.Errorf("the runtime returned no status for container %s", c.id)
+			return fmt.Errorf("the runtime returned no status for container %s", c.ID)
 		}
-		out = append(out, m.containerStatus(c.sandboxID, resp.GetStatus()))
+		status.Containers = append(status.Containers, m.containerStatus(c.SandboxID, resp.GetStatus()))
 	}
-	slices.SortStableFunc(out, func(a, b *container.ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return out, nil
+	slices.SortStableFunc(status.Containers, func(a, b *container.ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return nil
 }
 
 // GeneratePodStatus turns a container event, which carries the pod's

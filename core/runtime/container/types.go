@@ -165,15 +165,26 @@ type Container struct {
 	Hash      uint64
 }
 
+// Pod is the listing form of the status: every container and sandbox, as
+// the runtime's ListPods lists them.
+func (s *PodStatus) Pod() *Pod {
+	return s.listing(func(*ContainerStatus) bool { return true })
+}
+
 // RunningPod is the listing form of the status holding what killing the
 // pod must stop: its running (or unknown) containers and every sandbox.
 func (s *PodStatus) RunningPod() *Pod {
+	return s.listing(func(c *ContainerStatus) bool { return c.State.MayRun() })
+}
+
+// listing is the status's listing form with the containers keep keeps.
+func (s *PodStatus) listing(keep func(*ContainerStatus) bool) *Pod {
 	if s == nil {
 		return nil
 	}
 	p := &Pod{UID: s.UID, Name: s.Name, Namespace: s.Namespace}
 	for _, c := range s.Containers {
-		if c.State.MayRun() {
+		if keep(c) {
 			p.Containers = append(p.Containers, &Container{
 				ID: c.ID, Name: c.Name, SandboxID: c.SandboxID, State: c.State, CreatedAt: c.CreatedAt, Hash: c.Hash,
 			})

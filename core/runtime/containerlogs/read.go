@@ -158,28 +158,23 @@ func (r *Reader) Copy(ctx context.Context, stdout, stderr io.Writer) error {
 			}
 			continue
 		}
-		if !running {
-			// The container writes no more: a rotated-to file is read too.
-			if ready, err := r.rotated(true); err != nil || ready {
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			_, err := r.line()
-			return err
-		}
-		if r.watcher == nil {
+		if running && r.watcher == nil {
 			if err := r.watch(); err != nil {
 				return err
 			}
 			continue // read again: a write may have come before the watch
 		}
-		if ready, err := r.rotated(false); err != nil || ready {
-			if err != nil {
-				return err
-			}
+		// A container that writes no more has its rotated-to file read too.
+		ready, err := r.rotated(!running)
+		if err != nil {
+			return err
+		}
+		if ready {
 			continue
+		}
+		if !running {
+			_, err := r.line()
+			return err
 		}
 		if running, err = r.wait(ctx); err != nil {
 			return err

@@ -189,20 +189,11 @@ func appendLog(t *testing.T, path, content string) {
 // then reopens the log, writing on in a new file. Every line arrives once,
 // in order, and the follow ends when the container stops.
 func TestFollowAcrossRotation(t *testing.T) {
-	dir := podLogDir(t, logLine(1, "stdout", "F", "one"))
-	path := filepath.Join(dir, "app", "0.log")
-	var running atomic.Bool
-	running.Store(true)
-	out, done := follow(context.Background(), dir, func(context.Context) (bool, error) { return running.Load(), nil })
-
-	waitFor(t, out, "one\n")
+	path, running, out, done := followRunning(t)
 	appendLog(t, path, logLine(2, "stderr", "F", "two"))
 	waitFor(t, out, "two\n")
 
-	rotated := path + ".20200927-111803"
-	if err := os.Rename(path, rotated); err != nil {
-		t.Fatal(err)
-	}
+	rotated := rotate(t, path)
 	appendLog(t, rotated, logLine(3, "stdout", "F", "three"))
 	appendLog(t, path, logLine(4, "stdout", "F", "four"))
 	waitFor(t, out, "four\n")
@@ -218,17 +209,9 @@ func TestFollowAcrossRotation(t *testing.T) {
 // while it is empty reads on in the old one until the runtime writes the
 // new one, so the old file's last lines are not lost.
 func TestFollowWaitsForTheRuntimeToSwitch(t *testing.T) {
-	dir := podLogDir(t, logLine(1, "stdout", "F", "one"))
-	path := filepath.Join(dir, "app", "0.log")
-	var running atomic.Bool
-	running.Store(true)
-	out, done := follow(context.Background(), dir, func(context.Context) (bool, error) { return running.Load(), nil })
-	waitFor(t, out, "one\n")
+	path, running, out, done := followRunning(t)
 
-	rotated := path + ".20200927-111803"
-	if err := os.Rename(path, rotated); err != nil {
-		t.Fatal(err)
-	}
+	rotated := rotate(t, path)
 	appendLog(t, path, "") // the runtime reopens: an empty new file
 	// The follow checks the files at least every forceCheckPeriod: let it
 	// see the empty new file before the old one gets its last line.
@@ -300,6 +283,29 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("wrote %d bytes, limit %d", out.Len(), opts.LimitBytes)
 		}
 	})
+}
+
+// followRunning follows from its start the log of a running container
+// that has written "one"; the test stops the container with running.
+func followRunning(t *testing.T) (path string, running *atomic.Bool, out *syncBuffer, done <-chan error) {
+	t.Helper()
+	dir := podLogDir(t, logLine(1, "stdout", "F", "one"))
+	running = &atomic.Bool{}
+	running.Store(true)
+	out, done = follow(context.Background(), dir, func(context.Context) (bool, error) { return running.Load(), nil })
+	waitFor(t, out, "one\n")
+	return filepath.Join(dir, "app", "0.log"), running, out, done
+}
+
+// rotate renames the log as the kubelet's rotation does and returns the
+// rotated file's path.
+func rotate(t *testing.T, path string) string {
+	t.Helper()
+	rotated := path + ".20200927-111803"
+	if err := os.Rename(path, rotated); err != nil {
+		t.Fatal(err)
+	}
+	return rotated
 }
 
 // expectFollowed waits for a follow to end and checks what it wrote.
