@@ -53,9 +53,31 @@ func ProcessGone(pid int) bool {
 
 func exited(state string) bool { return state == "Z" || state == "X" }
 
+// ProcessStopped says whether every thread of pid is stopped (SIGSTOP):
+// kill returns before the signal has stopped them, and a thread still
+// running can answer a request sent meanwhile.
+func ProcessStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		_, state, ok := statFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if !ok || state != "T" {
+			return false
+		}
+	}
+	return true
+}
+
 // procStat reads a process's parent pid and state from /proc/<pid>/stat.
 func procStat(pid int) (ppid int, state string, ok bool) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return statFile(fmt.Sprintf("/proc/%d/stat", pid))
+}
+
+// statFile reads the parent pid and state from a /proc stat file.
+func statFile(path string) (ppid int, state string, ok bool) {
+	stat, err := os.ReadFile(path)
 	if err != nil {
 		return 0, "", false
 	}

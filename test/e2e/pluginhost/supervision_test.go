@@ -106,6 +106,7 @@ func TestHungPluginFoundByACallIsKilled(t *testing.T) {
 	if err := syscall.Kill(old, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	Eventually(t, 5*time.Second, fmt.Sprintf("pid %d stopped", old), func() bool { return e2e.ProcessStopped(old) })
 	if _, err := GetIdentity(context.Background(), host.Plugin("eviction")); err == nil {
 		t.Fatal("a call to a stopped plugin succeeded")
 	}
