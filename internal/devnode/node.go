@@ -139,6 +139,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	warnIfDiskFull(dir, log)
 	s, err := claimSlot(ctx, dir, log)
 	if err != nil {
 		os.RemoveAll(dir)

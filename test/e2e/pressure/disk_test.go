@@ -5,6 +5,7 @@ package pressuree2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ import (
 // set 1Gi below the free space of the moment is evicted after node-level
 // reclaim failed to help; another pod runs on.
 func TestDiskHogEvicted(t *testing.T) {
-	threshold := freeBytes(t, "/tmp") - 1<<30
+	threshold := freeBytes(t, os.TempDir()) - 1<<30
 	n := Start(t, Options{Plugins: []Plugin{
 		{Kind: "cgroup", Name: "default"},
 		{Kind: "eviction", Name: "kubelet", Body: fmt.Sprintf("hard = [\"nodefs.available<%d\"]\npressure_transition_period = \"0s\"", threshold)},
