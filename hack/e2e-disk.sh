@@ -13,39 +13,50 @@
 #
 # Usage: hack/e2e-disk.sh SIZE COMMAND [ARG...]   (SIZE as truncate takes it: 32G)
 set -euo pipefail
-if (($# < 2)); then
-	echo "usage: $0 SIZE COMMAND [ARG...]" >&2
-	exit 2
-fi
-size=$1
-shift
 
-backing=$(mktemp /var/tmp/microlet-e2e-disk.XXXXXX)
-mnt=$(mktemp -d /tmp/mld.XXXXXX) # short: unix socket paths live below it
-loop=""
+backing="" mnt="" loop=""
+
 cleanup() {
-	if mountpoint -q "$mnt"; then
+	if [ -n "$mnt" ] && mountpoint -q "$mnt"; then
 		# A mount a test left below the disk is the test's bug, reported by
 		# the test; it must not keep the disk.
 		umount -R "$mnt" 2>/dev/null || umount -R -l "$mnt" || echo "e2e-disk: cannot unmount $mnt" >&2
 	fi
 	if [ -n "$loop" ]; then
-		losetup -d "$loop" 2>/dev/null || true # autoclear has usually freed it
+		# On a device still in use (a lazy unmount) the kernel defers the
+		# detach to its last user.
+		losetup -d "$loop" || echo "e2e-disk: cannot detach $loop" >&2
 	fi
-	rm -f "$backing"
-	rmdir "$mnt" 2>/dev/null || true
+	[ -z "$backing" ] || rm -f "$backing"
+	[ -z "$mnt" ] || rmdir "$mnt" 2>/dev/null || true
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
-truncate -s "$size" "$backing"
-# No reserved blocks: available is free, as on the nodes the defaults are for.
-mkfs.ext4 -q -m 0 -E nodiscard "$backing"
-# Direct I/O: the backing file's pages are not cached a second time, which
-# memory-pressure tests running beside would see.
-loop=$(losetup --find --show --direct-io=on "$backing")
-mount "$loop" "$mnt"
-chmod 1777 "$mnt"
-echo "e2e-disk: TMPDIR=$mnt, $size ext4 on $loop"
-TMPDIR=$mnt "$@"
+main() {
+	if (($# < 2)); then
+		echo "usage: $0 SIZE COMMAND [ARG...]" >&2
+		return 2
+	fi
+	local size=$1
+	shift
+	trap cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+
+	backing=$(mktemp /var/tmp/microlet-e2e-disk.XXXXXX)
+	mnt=$(mktemp -d /tmp/mld.XXXXXX) # short: unix socket paths live below it
+	truncate -s "$size" "$backing"
+	# No reserved blocks: available is free, as on the nodes the defaults are for.
+	mkfs.ext4 -q -m 0 -E nodiscard "$backing"
+	# Direct I/O: the backing file's pages are not cached a second time, which
+	# memory-pressure tests running beside would see.
+	loop=$(losetup --find --show --direct-io=on "$backing")
+	mount "$loop" "$mnt"
+	chmod 1777 "$mnt"
+	echo "e2e-disk: TMPDIR=$mnt, $size ext4 on $loop"
+	TMPDIR=$mnt "$@"
+}
+
+# Parsed whole before it runs: editing this file while a run waits on its
+# command cannot change what the run does next.
+main "$@"
+exit
