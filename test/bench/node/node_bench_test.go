@@ -157,6 +157,10 @@ func BenchmarkNode(b *testing.B) {
 func (c contender) startStop(b *testing.B, size, run int) {
 	rt := c.sys.devnode().RuntimeClient()
 	pods := newBatch(size, run)
+	leftContainers, leftSandboxes, err := leftovers(context.Background(), rt)
+	if err != nil {
+		b.Fatalf("%s: %v", c.system, err)
+	}
 	before := c.cpu(b)
 	c.starts[size] = append(c.starts[size], timed(b, rt, size, c.sys.starter, pods))
 	after := c.cpu(b)
@@ -167,9 +171,9 @@ func (c contender) startStop(b *testing.B, size, run int) {
 	c.stops[size] = append(c.stops[size], timed(b, rt, 0, c.sys.stopper, pods))
 	use := c.startCPU[size][len(c.startCPU[size])-1]
 	// Logged as it is measured, so that a run cut short still says what it measured.
-	b.Logf("%s, %d pods, run %d: start %v (CPU: runtime %v, agent %v, machine %v), stop %v", c.system, size, run,
-		c.starts[size][len(c.starts[size])-1].Round(time.Millisecond), use.runtime, use.agent, use.machine,
-		c.stops[size][len(c.stops[size])-1].Round(time.Millisecond))
+	b.Logf("%s, %d pods, run %d: start %v (CPU: runtime %v, agent %v, machine %v; left before it: %d containers, %d sandboxes), stop %v",
+		c.system, size, run, c.starts[size][len(c.starts[size])-1].Round(time.Millisecond), use.runtime, use.agent, use.machine,
+		leftContainers, leftSandboxes, c.stops[size][len(c.stops[size])-1].Round(time.Millisecond))
 	if err := waitNoPods(context.Background(), rt); err != nil {
 		b.Fatalf("%s: %v", c.system, err)
 	}

@@ -123,6 +123,21 @@ func readySandboxes(ctx context.Context, rt runtimeapi.RuntimeServiceClient) (in
 	return len(resp.GetItems()), nil
 }
 
+// leftovers counts the node's containers and sandboxes in every state: what
+// earlier batches left until the agent's garbage collection removes it,
+// which every list call of a start then converts again.
+func leftovers(ctx context.Context, rt runtimeapi.RuntimeServiceClient) (containers, sandboxes int, err error) {
+	c, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return 0, 0, fmt.Errorf("list containers: %w", err)
+	}
+	s, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return 0, 0, fmt.Errorf("list sandboxes: %w", err)
+	}
+	return len(c.GetContainers()), len(s.GetItems()), nil
+}
+
 // timeUntil starts the clock, runs act and polls the running containers
 // every pollInterval until want of them run. act's channel reports the
 // errors of work it left running and is closed when that work is done;
