@@ -210,7 +210,7 @@ plugin_host {
   # Deadline of each call to a plugin.
   call_timeout = "2s"
   # Period of health checks of each plugin; a call that runs out of time checks at once.
-  health_interval = "2s"
+  health_interval = "10s"
   # Deadline of one health check.
   health_timeout = "1s"
   # Consecutive failed health checks after which a plugin is restarted.

@@ -346,7 +346,7 @@ func Defaults() *Config {
 		PluginHost: PluginHost{
 			StartTimeout:      10 * time.Second,
 			CallTimeout:       2 * time.Second,
-			HealthInterval:    2 * time.Second,
+			HealthInterval:    10 * time.Second,
 			HealthTimeout:     time.Second,
 			HealthFailures:    2,
 			RestartBackoff:    100 * time.Millisecond,

@@ -40,10 +40,10 @@ type Options struct {
 	// CallTimeout is the deadline Call gives a call whose context has no
 	// earlier one. Default 2s.
 	CallTimeout time.Duration
-	// HealthInterval is the period of health checks. Default 2s. A call
+	// HealthInterval is the period of health checks. Default 10s: a call
 	// that runs out of time checks at once, and a failed check is repeated
-	// after HealthTimeout, so a longer period delays only the finding of an
-	// idle hung plugin (docs/performance.md: what 10s saves and costs).
+	// after HealthTimeout, so the period bounds only how late an idle hung
+	// plugin is noticed, while each check pages the plugin's code back in.
 	HealthInterval time.Duration
 	// HealthTimeout bounds one health check. Default 1s.
 	HealthTimeout time.Duration
@@ -101,7 +101,7 @@ func (o Options) withDefaults() (Options, error) {
 	}{
 		{"StartTimeout", &o.StartTimeout, 10 * time.Second},
 		{"CallTimeout", &o.CallTimeout, 2 * time.Second},
-		{"HealthInterval", &o.HealthInterval, 2 * time.Second},
+		{"HealthInterval", &o.HealthInterval, 10 * time.Second},
 		{"HealthTimeout", &o.HealthTimeout, time.Second},
 		{"RestartBackoff", &o.RestartBackoff, 100 * time.Millisecond},
 		{"RestartBackoffMax", &o.RestartBackoffMax, 30 * time.Second},

@@ -18,7 +18,7 @@ func TestOptionsDefaults(t *testing.T) {
 	}
 	want := Options{
 		StartTimeout: 10 * time.Second, CallTimeout: 2 * time.Second,
-		HealthInterval: 2 * time.Second, HealthTimeout: time.Second, HealthFailures: 2,
+		HealthInterval: 10 * time.Second, HealthTimeout: time.Second, HealthFailures: 2,
 		RestartBackoff: 100 * time.Millisecond, RestartBackoffMax: 30 * time.Second,
 		RestartBudget: 5, RestartWindow: 10 * time.Minute, DrainTimeout: 5 * time.Second,
 	}

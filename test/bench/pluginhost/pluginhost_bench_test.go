@@ -64,7 +64,7 @@ func quietHost(b *testing.B, level hclog.Level, opts pluginhost.Options) (*plugi
 	dir := pluginhoste2e.PluginDir(b)
 	pluginhoste2e.Install(b, bins.Plugin, dir, spec.BinaryName())
 	if opts.HealthInterval == 0 {
-		opts.HealthInterval = 2 * time.Second // the default, not the tests' fast one
+		opts.HealthInterval = 10 * time.Second // the default, not the tests' fast one
 	}
 	if opts.HealthTimeout == 0 {
 		opts.HealthTimeout = time.Second
