@@ -113,15 +113,23 @@ type usage struct {
 	// (heap, stacks), as the node bench reports them.
 	pssKB, anonKB int64
 	cpu           time.Duration
+	// byProcess is each process's share of pssKB and anonKB, by its
+	// command name (the core, each plugin), to place a change in one of
+	// them.
+	byProcess map[string][2]int64
 }
 
 // readUsage sums the PSS (smaps_rollup) and the CPU time of pids. PSS
 // shares a page mapped by several processes among them, so the sum over
 // a core and its plugins counts each page once.
 func readUsage(pids []int) (usage, error) {
-	var u usage
+	u := usage{byProcess: map[string][2]int64{}}
 	for _, pid := range pids {
 		p, err := procfs.NewProc(pid)
+		if err != nil {
+			return u, err
+		}
+		comm, err := p.Comm()
 		if err != nil {
 			return u, err
 		}
@@ -133,8 +141,11 @@ func readUsage(pids []int) (usage, error) {
 		if err != nil {
 			return u, err
 		}
-		u.pssKB += int64(rollup.Pss / 1024)
-		u.anonKB += int64(rollup.Anonymous / 1024)
+		pssKB, anonKB := int64(rollup.Pss/1024), int64(rollup.Anonymous/1024)
+		u.pssKB += pssKB
+		u.anonKB += anonKB
+		own := u.byProcess[comm]
+		u.byProcess[comm] = [2]int64{own[0] + pssKB, own[1] + anonKB}
 		u.cpu += time.Duration(st.CPUTime() * float64(time.Second))
 	}
 	return u, nil

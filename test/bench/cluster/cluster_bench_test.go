@@ -15,9 +15,12 @@
 package clusterbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +85,9 @@ type idle struct {
 	requestsPerMinute float64
 	pssKB, anonKB     int64
 	millicores        float64
+	// processes is the mean PSS of each of the agent's processes
+	// (processMeans).
+	processes string
 }
 
 func BenchmarkCluster(b *testing.B) {
@@ -149,6 +155,7 @@ func measureIdle(b *testing.B, c *devcluster.Cluster, client kubernetes.Interfac
 	// processes hold a few MB more during their bursts of work, and one
 	// read met a burst or not by chance.
 	pss, anon := map[string]int64{}, map[string]int64{}
+	byProcess := map[string]map[string][2]int64{}
 	var last map[string]usage
 	for range memorySamples {
 		time.Sleep(idleWindow / memorySamples)
@@ -160,6 +167,13 @@ func measureIdle(b *testing.B, c *devcluster.Cluster, client kubernetes.Interfac
 			}
 			pss[a.name] += u.pssKB
 			anon[a.name] += u.anonKB
+			if byProcess[a.name] == nil {
+				byProcess[a.name] = map[string][2]int64{}
+			}
+			for comm, kb := range u.byProcess {
+				sum := byProcess[a.name][comm]
+				byProcess[a.name][comm] = [2]int64{sum[0] + kb[0], sum[1] + kb[1]}
+			}
 			last[a.name] = u
 		}
 	}
@@ -167,7 +181,8 @@ func measureIdle(b *testing.B, c *devcluster.Cluster, client kubernetes.Interfac
 	out := map[string]idle{}
 	for _, a := range agents {
 		out[a.name] = idle{pssKB: pss[a.name] / memorySamples, anonKB: anon[a.name] / memorySamples,
-			millicores: float64(last[a.name].cpu-before[a.name].cpu) / float64(to.Sub(from)) * 1000}
+			millicores: float64(last[a.name].cpu-before[a.name].cpu) / float64(to.Sub(from)) * 1000,
+			processes:  processMeans(byProcess[a.name])}
 	}
 	// A request is logged once answered; give the last ones a moment.
 	time.Sleep(2 * time.Second)
@@ -181,6 +196,18 @@ func measureIdle(b *testing.B, c *devcluster.Cluster, client kubernetes.Interfac
 		out[a.name] = i
 	}
 	return out
+}
+
+// processMeans lists each process's mean PSS (anonymous) over the
+// memorySamples reads summed in sums, largest first.
+func processMeans(sums map[string][2]int64) string {
+	comms := slices.Collect(maps.Keys(sums))
+	slices.SortFunc(comms, func(a, b string) int { return cmp.Compare(sums[b][0], sums[a][0]) })
+	parts := make([]string, len(comms))
+	for i, comm := range comms {
+		parts[i] = fmt.Sprintf("%s %.1f MB (%.1f)", comm, float64(sums[comm][0])/memorySamples/1024, float64(sums[comm][1])/memorySamples/1024)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // report prints the figures with the ratio microlet/kubelet and the
@@ -218,6 +245,7 @@ func report(b *testing.B, agents []*agent, lat map[string]map[int]*samples, idle
 	b.ReportMetric(float64(im.pssKB)/float64(ik.pssKB), "pss-ratio")
 	b.ReportMetric(im.millicores/ik.millicores, "idle-cpu-ratio")
 	fmt.Printf("\nmicrolet and kubelet v1.34 on one control plane (%d runs, latencies pooled):\n%s\n", runs, out.String())
+	fmt.Printf("mean PSS (anonymous) by process, %d pods: %s: %s; %s: %s\n\n", idlePods, m, im.processes, k, ik.processes)
 }
 
 // targetFor is the startup target of a size: the kubelet's SLO at 30 pods.
