@@ -114,14 +114,15 @@ kube-tools:
 # their filesystem, and must not act on how full the machine's disk is.
 E2E_PKGS ?= ./test/e2e/... ./internal/... ./core/pods/podruntime/ ./core/pods/pleg/ ./core/node/shutdown/
 E2E_DISK_SIZE ?= 32G
+ON_E2E_DISK = bash hack/e2e-disk.sh $(E2E_DISK_SIZE)
 test-e2e: build kube-tools
-	E2E_BIN_DIR=$(OUT) bash hack/e2e-disk.sh $(E2E_DISK_SIZE) $(GO) test -count=1 -tags e2e -timeout 25m $(E2E_PKGS)
-	E2E_BIN_DIR=$(OUT) bash hack/e2e-disk.sh $(E2E_DISK_SIZE) $(GO) test -count=1 -tags 'e2e systemoom' -timeout 10m -run '^TestSystemOOMEvent$$' ./test/e2e/cluster/
+	E2E_BIN_DIR=$(OUT) $(ON_E2E_DISK) $(GO) test -count=1 -tags e2e -timeout 25m $(E2E_PKGS)
+	E2E_BIN_DIR=$(OUT) $(ON_E2E_DISK) $(GO) test -count=1 -tags 'e2e systemoom' -timeout 10m -run '^TestSystemOOMEvent$$' ./test/e2e/cluster/
 
 # On a disk of their own too: the upstream kubelet beside microlet keeps its
 # default disk thresholds.
 bench: build kube-tools
-	bash hack/e2e-disk.sh $(E2E_DISK_SIZE) $(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -tags e2e -timeout 60m ./test/bench/...
+	$(ON_E2E_DISK) $(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -tags e2e -timeout 60m ./test/bench/...
 
 # The main job: a private containerd, every plugin and the core running
 # examples/manifests. Needs root. Ctrl-C stops and removes everything.

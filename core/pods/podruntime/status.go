@@ -72,9 +72,8 @@ func (m *Manager) ListPods(ctx context.Context) ([]*container.Pod, error) {
 // exited containers. A sandbox or container removed between listing and
 // reading is left out, as upstream.
 func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error) {
-	status := &container.PodStatus{UID: uid, Name: name, Namespace: namespace, Timestamp: time.Now()}
+	listedAt := time.Now()
 	selector := map[string]string{kubelettypes.KubernetesPodUIDLabel: string(uid)}
-
 	sandboxes, err := m.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, err
@@ -84,17 +83,14 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	if err != nil {
 		return nil, err
 	}
-	listed := &container.Pod{}
+	listed := &container.Pod{UID: uid, Name: name, Namespace: namespace}
 	for _, s := range sandboxes {
 		listed.Sandboxes = append(listed.Sandboxes, &container.Sandbox{ID: s.Id})
 	}
 	for _, c := range containers {
 		listed.Containers = append(listed.Containers, &container.Container{ID: c.Id, SandboxID: c.PodSandboxId})
 	}
-	if err := m.readListed(ctx, status, listed); err != nil {
-		return nil, err
-	}
-	return status, nil
+	return m.ListedPodStatus(ctx, listed, listedAt)
 }
 
 // ListedPodStatus reads the status of the sandboxes and containers a
@@ -106,26 +102,16 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 // status newer than their own later action takes it for one.
 func (m *Manager) ListedPodStatus(ctx context.Context, listed *container.Pod, listedAt time.Time) (*container.PodStatus, error) {
 	status := &container.PodStatus{UID: listed.UID, Name: listed.Name, Namespace: listed.Namespace, Timestamp: listedAt}
-	if err := m.readListed(ctx, status, listed); err != nil {
-		return nil, err
-	}
-	return status, nil
-}
-
-// readListed reads into status the statuses of the sandboxes (in the order
-// given) and containers (newest first) that listed names by ID; one removed
-// meanwhile is left out, as upstream.
-func (m *Manager) readListed(ctx context.Context, status *container.PodStatus, listed *container.Pod) error {
 	for _, s := range listed.Sandboxes {
 		resp, err := m.cri.PodSandboxStatus(ctx, s.ID, false)
 		if crierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if resp.GetStatus() == nil {
-			return fmt.Errorf("the runtime returned no status for sandbox %s", s.ID)
+			return nil, fmt.Errorf("the runtime returned no status for sandbox %s", s.ID)
 		}
 		status.Sandboxes = append(status.Sandboxes, sandboxStatus(resp.GetStatus()))
 	}
@@ -135,15 +121,15 @@ func (m *Manager) readListed(ctx context.Context, status *container.PodStatus, l
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if resp.GetStatus() == nil {
-			return fmt.Errorf("the runtime returned no status for container %s", c.ID)
+			return nil, fmt.Errorf("the runtime returned no status for container %s", c.ID)
 		}
 		status.Containers = append(status.Containers, m.containerStatus(c.SandboxID, resp.GetStatus()))
 	}
 	slices.SortStableFunc(status.Containers, func(a, b *container.ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return nil
+	return status, nil
 }
 
 // GeneratePodStatus turns a container event, which carries the pod's

@@ -107,23 +107,34 @@ func startKubelet(b *testing.B, c *devcluster.Cluster, name string) *agent {
 	return &agent{name: "kubelet", node: name, processes: func() []int { return []int{k.PID} }}
 }
 
+// memory is the proportional set size in KiB and its anonymous part
+// (heap, stacks), as the node bench reports them.
+type memory struct{ pssKB, anonKB int64 }
+
+func (m memory) plus(o memory) memory { return memory{m.pssKB + o.pssKB, m.anonKB + o.anonKB} }
+
 // usage is what an agent's processes use.
 type usage struct {
-	// pssKB is the proportional set size; anonKB its anonymous part
-	// (heap, stacks), as the node bench reports them.
-	pssKB, anonKB int64
-	cpu           time.Duration
-	// byProcess is each process's share of pssKB and anonKB, by its
-	// command name (the core, each plugin), to place a change in one of
-	// them.
-	byProcess map[string][2]int64
+	// byProcess is each process's memory by its command name (the core,
+	// each plugin), to place a change in one of them.
+	byProcess map[string]memory
+	cpu       time.Duration
 }
 
-// readUsage sums the PSS (smaps_rollup) and the CPU time of pids. PSS
-// shares a page mapped by several processes among them, so the sum over
-// a core and its plugins counts each page once.
+// total sums the processes' memory. PSS shares a page mapped by several
+// processes among them, so the sum over a core and its plugins counts
+// each page once.
+func total(byProcess map[string]memory) memory {
+	var t memory
+	for _, m := range byProcess {
+		t = t.plus(m)
+	}
+	return t
+}
+
+// readUsage reads the PSS (smaps_rollup) and the CPU time of pids.
 func readUsage(pids []int) (usage, error) {
-	u := usage{byProcess: map[string][2]int64{}}
+	u := usage{byProcess: map[string]memory{}}
 	for _, pid := range pids {
 		p, err := procfs.NewProc(pid)
 		if err != nil {
@@ -141,11 +152,7 @@ func readUsage(pids []int) (usage, error) {
 		if err != nil {
 			return u, err
 		}
-		pssKB, anonKB := int64(rollup.Pss/1024), int64(rollup.Anonymous/1024)
-		u.pssKB += pssKB
-		u.anonKB += anonKB
-		own := u.byProcess[comm]
-		u.byProcess[comm] = [2]int64{own[0] + pssKB, own[1] + anonKB}
+		u.byProcess[comm] = u.byProcess[comm].plus(memory{int64(rollup.Pss / 1024), int64(rollup.Anonymous / 1024)})
 		u.cpu += time.Duration(st.CPUTime() * float64(time.Second))
 	}
 	return u, nil

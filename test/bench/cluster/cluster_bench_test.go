@@ -154,8 +154,7 @@ func measureIdle(b *testing.B, c *devcluster.Cluster, client kubernetes.Interfac
 	// PSS is the mean of memorySamples reads over the window: microlet's
 	// processes hold a few MB more during their bursts of work, and one
 	// read met a burst or not by chance.
-	pss, anon := map[string]int64{}, map[string]int64{}
-	byProcess := map[string]map[string][2]int64{}
+	sums := map[string]map[string]memory{} // by agent, by process
 	var last map[string]usage
 	for range memorySamples {
 		time.Sleep(idleWindow / memorySamples)
@@ -165,14 +164,11 @@ func measureIdle(b *testing.B, c *devcluster.Cluster, client kubernetes.Interfac
 			if err != nil {
 				b.Fatalf("%s: %v", a.name, err)
 			}
-			pss[a.name] += u.pssKB
-			anon[a.name] += u.anonKB
-			if byProcess[a.name] == nil {
-				byProcess[a.name] = map[string][2]int64{}
+			if sums[a.name] == nil {
+				sums[a.name] = map[string]memory{}
 			}
-			for comm, kb := range u.byProcess {
-				sum := byProcess[a.name][comm]
-				byProcess[a.name][comm] = [2]int64{sum[0] + kb[0], sum[1] + kb[1]}
+			for comm, m := range u.byProcess {
+				sums[a.name][comm] = sums[a.name][comm].plus(m)
 			}
 			last[a.name] = u
 		}
@@ -180,9 +176,10 @@ func measureIdle(b *testing.B, c *devcluster.Cluster, client kubernetes.Interfac
 	to := time.Now()
 	out := map[string]idle{}
 	for _, a := range agents {
-		out[a.name] = idle{pssKB: pss[a.name] / memorySamples, anonKB: anon[a.name] / memorySamples,
+		sum := total(sums[a.name])
+		out[a.name] = idle{pssKB: sum.pssKB / memorySamples, anonKB: sum.anonKB / memorySamples,
 			millicores: float64(last[a.name].cpu-before[a.name].cpu) / float64(to.Sub(from)) * 1000,
-			processes:  processMeans(byProcess[a.name])}
+			processes:  processMeans(sums[a.name])}
 	}
 	// A request is logged once answered; give the last ones a moment.
 	time.Sleep(2 * time.Second)
@@ -200,12 +197,12 @@ func measureIdle(b *testing.B, c *devcluster.Cluster, client kubernetes.Interfac
 
 // processMeans lists each process's mean PSS (anonymous) over the
 // memorySamples reads summed in sums, largest first.
-func processMeans(sums map[string][2]int64) string {
+func processMeans(sums map[string]memory) string {
 	comms := slices.Collect(maps.Keys(sums))
-	slices.SortFunc(comms, func(a, b string) int { return cmp.Compare(sums[b][0], sums[a][0]) })
+	slices.SortFunc(comms, func(a, b string) int { return cmp.Compare(sums[b].pssKB, sums[a].pssKB) })
 	parts := make([]string, len(comms))
 	for i, comm := range comms {
-		parts[i] = fmt.Sprintf("%s %.1f MB (%.1f)", comm, float64(sums[comm][0])/memorySamples/1024, float64(sums[comm][1])/memorySamples/1024)
+		parts[i] = fmt.Sprintf("%s %.1f MB (%.1f)", comm, float64(sums[comm].pssKB)/memorySamples/1024, float64(sums[comm].anonKB)/memorySamples/1024)
 	}
 	return strings.Join(parts, ", ")
 }

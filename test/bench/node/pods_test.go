@@ -103,39 +103,45 @@ func (m manifestDir) path(pod benchPod) string { return filepath.Join(m.dir, pod
 // runningContainers counts the node's running containers (sandboxes are
 // not containers in the CRI's listing).
 func runningContainers(ctx context.Context, rt runtimeapi.RuntimeServiceClient) (int, error) {
-	resp, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{
-		Filter: &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("list running containers: %w", err)
-	}
-	return len(resp.GetContainers()), nil
+	return countContainers(ctx, rt, &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING})
 }
 
 // readySandboxes counts the node's ready pod sandboxes.
 func readySandboxes(ctx context.Context, rt runtimeapi.RuntimeServiceClient) (int, error) {
-	resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
-		Filter: &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("list ready sandboxes: %w", err)
-	}
-	return len(resp.GetItems()), nil
+	return countSandboxes(ctx, rt, &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY})
 }
 
 // leftovers counts the node's containers and sandboxes in every state: what
 // earlier batches left until the agent's garbage collection removes it,
 // which every list call of a start then converts again.
 func leftovers(ctx context.Context, rt runtimeapi.RuntimeServiceClient) (containers, sandboxes int, err error) {
-	c, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
-	if err != nil {
-		return 0, 0, fmt.Errorf("list containers: %w", err)
+	if containers, err = countContainers(ctx, rt, nil); err != nil {
+		return 0, 0, err
 	}
-	s, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		return 0, 0, fmt.Errorf("list sandboxes: %w", err)
+	if sandboxes, err = countSandboxes(ctx, rt, nil); err != nil {
+		return 0, 0, err
 	}
-	return len(c.GetContainers()), len(s.GetItems()), nil
+	return containers, sandboxes, nil
+}
+
+// countContainers counts the node's containers in state, or in any state
+// when state is nil.
+func countContainers(ctx context.Context, rt runtimeapi.RuntimeServiceClient, state *runtimeapi.ContainerStateValue) (int, error) {
+	resp, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{State: state}})
+	if err != nil {
+		return 0, fmt.Errorf("list containers: %w", err)
+	}
+	return len(resp.GetContainers()), nil
+}
+
+// countSandboxes counts the node's sandboxes in state, or in any state
+// when state is nil.
+func countSandboxes(ctx context.Context, rt runtimeapi.RuntimeServiceClient, state *runtimeapi.PodSandboxStateValue) (int, error) {
+	resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{State: state}})
+	if err != nil {
+		return 0, fmt.Errorf("list sandboxes: %w", err)
+	}
+	return len(resp.GetItems()), nil
 }
 
 // timeUntil starts the clock, runs act and polls the running containers
