@@ -132,3 +132,54 @@ func CoreEnv() []string {
 	}
 	return env
 }
+
+// PrivateBinaries copies the named executables from src to dst, keeping
+// hard links between them (names hard-linked to one file in src stay
+// links to one copy, as they would be installed), and drops the copies
+// from the page cache
+// (devnode.DropFromPageCache). A benchmark runs its agent from them: PSS
+// divides a file's pages among the processes that map them, so another
+// microlet running the same files (an end-to-end test, a make run node)
+// would lower the agent's figure, and a rebuild of src during the run
+// would make its core swap the plugins.
+func PrivateBinaries(src, dst string, names []string) error {
+	type copied struct {
+		info os.FileInfo
+		path string
+	}
+	var done []copied
+	for _, name := range names {
+		from, to := filepath.Join(src, name), filepath.Join(dst, name)
+		info, err := os.Stat(from)
+		if err != nil {
+			return fmt.Errorf("%w (make build writes the binaries there)", err)
+		}
+		linked := false
+		for _, c := range done {
+			if os.SameFile(c.info, info) {
+				if err := os.Link(c.path, to); err != nil {
+					return err
+				}
+				linked = true
+				break
+			}
+		}
+		if linked {
+			continue
+		}
+		data, err := os.ReadFile(from)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(to, data, 0o755); err != nil {
+			return err
+		}
+		done = append(done, copied{info: info, path: to})
+	}
+	for _, name := range names {
+		if err := devnode.DropFromPageCache(filepath.Join(dst, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

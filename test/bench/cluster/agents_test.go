@@ -4,7 +4,6 @@ package clusterbench
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/microlet/microlet/internal/devcluster"
 	"github.com/microlet/microlet/internal/devnode"
+	"github.com/microlet/microlet/internal/e2e"
 	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
 )
 
@@ -49,26 +49,23 @@ func (a *agent) user() string { return "system:node:" + a.node }
 // node API on a loopback port (the end-to-end cluster suite's setup).
 func startMicrolet(b *testing.B, c *devcluster.Cluster, name string) *agent {
 	settings := pressuree2e.ClusterSettings(b, c, name, "127.0.0.1")
-	// As the kubelet's below, its binaries start out of the page cache.
-	bins, err := filepath.Glob(filepath.Join(pressuree2e.BinDir, "microlet*"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := devnode.DropFromPageCache(bins...); err != nil {
-		b.Fatal(err)
-	}
-	opts := pressuree2e.Options{NodeName: name, Settings: settings}
-	if evictionHard != nil {
-		quoted := make([]string, len(evictionHard))
-		for i, t := range evictionHard {
-			quoted[i] = strconv.Quote(t)
-		}
-		for _, p := range pressuree2e.DefaultPlugins() {
-			if p.Kind == "eviction" {
-				p.Body = "hard = [" + strings.Join(quoted, ", ") + "]"
+	opts := pressuree2e.Options{NodeName: name, Settings: settings, BinDir: b.TempDir()}
+	names := []string{"microlet"}
+	for _, p := range pressuree2e.DefaultPlugins() {
+		names = append(names, "microlet-"+p.Kind+"-"+p.Name)
+		if p.Kind == "eviction" && evictionHard != nil {
+			quoted := make([]string, len(evictionHard))
+			for i, t := range evictionHard {
+				quoted[i] = strconv.Quote(t)
 			}
-			opts.Plugins = append(opts.Plugins, p)
+			p.Body = "hard = [" + strings.Join(quoted, ", ") + "]"
 		}
+		opts.Plugins = append(opts.Plugins, p)
+	}
+	// As the kubelet's below, its binaries start out of the page cache;
+	// and they are copies of its own (e2e.PrivateBinaries).
+	if err := e2e.PrivateBinaries(pressuree2e.BinDir, opts.BinDir, names); err != nil {
+		b.Fatal(err)
 	}
 	n := pressuree2e.Start(b, opts)
 	return &agent{name: "microlet", node: name, processes: func() []int {

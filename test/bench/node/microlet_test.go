@@ -274,11 +274,8 @@ func (m *microlet) stop() error {
 // microletBinaries is a directory of the benchmark's own holding the core
 // and every plugin: copies of those in src, or, if src is "", built as the
 // Makefile builds them (static, stripped: the size of the binaries is part
-// of the memory figures). Copies, because PSS divides a file's pages among
-// the processes that map them: another microlet on the machine running the
-// same files (an end-to-end test) would lower this one's figure. Names that
-// are hard links to one file in $E2E_BIN_DIR stay links to one copy, as
-// they would be installed.
+// of the memory figures). Copies, out of the page cache, for the reasons
+// e2e.PrivateBinaries gives.
 func microletBinaries(b *testing.B, src string) string {
 	if src == "" {
 		src = b.TempDir()
@@ -291,52 +288,8 @@ func microletBinaries(b *testing.B, src string) string {
 		names = append(names, fmt.Sprintf("microlet-%s-%s", p.kind, p.name))
 	}
 	dir := b.TempDir()
-	if err := copyBinaries(src, dir, names); err != nil {
+	if err := e2e.PrivateBinaries(src, dir, names); err != nil {
 		b.Fatal(err)
 	}
-	for _, name := range names {
-		if err := devnode.DropFromPageCache(filepath.Join(dir, name)); err != nil {
-			b.Fatal(err)
-		}
-	}
 	return dir
-}
-
-// copyBinaries copies the named executables from src to dst, keeping
-// hard links between them.
-func copyBinaries(src, dst string, names []string) error {
-	type copied struct {
-		info os.FileInfo
-		path string
-	}
-	var done []copied
-	for _, name := range names {
-		from, to := filepath.Join(src, name), filepath.Join(dst, name)
-		info, err := os.Stat(from)
-		if err != nil {
-			return fmt.Errorf("%w (make build writes the binaries there)", err)
-		}
-		linked := false
-		for _, c := range done {
-			if os.SameFile(c.info, info) {
-				if err := os.Link(c.path, to); err != nil {
-					return err
-				}
-				linked = true
-				break
-			}
-		}
-		if linked {
-			continue
-		}
-		data, err := os.ReadFile(from)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(to, data, 0o755); err != nil {
-			return err
-		}
-		done = append(done, copied{info: info, path: to})
-	}
-	return nil
 }

@@ -70,6 +70,8 @@ type Options struct {
 	RegistryCAs map[string]string
 	// Env are extra environment variables of the core ("NAME=value").
 	Env []string
+	// BinDir holds the core and plugin binaries the node runs; "": BinDir.
+	BinDir string
 }
 
 // DefaultPlugins are the plugins a node runs unless a test says otherwise.
@@ -151,7 +153,7 @@ func (n *Node) WriteConfig(plugins []Plugin) {
 		{"root_dir", n.RootDir},
 		{"pod_logs_dir", n.PodLogsDir},
 		{"container_logs_dir", filepath.Join(n.Dir, "container-logs")},
-		{"plugin_dir", BinDir},
+		{"plugin_dir", n.binDir()},
 		{"container_runtime_endpoint", n.Dev.Endpoint},
 		{"cni_conf_dir", n.Dev.CNIConfDir},
 		{"pod_push_socket", n.PushSocket},
@@ -182,10 +184,18 @@ func (n *Node) WriteConfig(plugins []Plugin) {
 	}
 }
 
+// binDir is where the node's binaries are (Options.BinDir).
+func (n *Node) binDir() string {
+	if n.opts.BinDir != "" {
+		return n.opts.BinDir
+	}
+	return BinDir
+}
+
 // startCore runs microlet and waits until /healthz passes.
 func (n *Node) startCore() {
 	n.t.Helper()
-	cmd := exec.Command(filepath.Join(BinDir, "microlet"), "--config", n.ConfigPath)
+	cmd := exec.Command(filepath.Join(n.binDir(), "microlet"), "--config", n.ConfigPath)
 	cmd.Env = append(e2e.CoreEnv(), n.opts.Env...)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
 	c, err := e2e.StartProcess(cmd)
