@@ -6,6 +6,7 @@ import (
 	"runtime"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
 
 	"github.com/microlet/microlet/internal/exepages"
 )
@@ -39,4 +40,18 @@ func releaseMemory(logger hclog.Logger) {
 	if err != nil {
 		logger.Warn("stopped releasing the executable's pages", "error", err)
 	}
+}
+
+// releaseAfterCalls unmaps the executable's pages once the plugin has
+// served no unary call for a moment (exepages.AfterCalls): between the
+// core's calls, a mostly idle plugin then maps none of the code they ran.
+// Streams (the broker's, probe results) stay open for the life of the
+// process and are not counted.
+func releaseAfterCalls() grpc.ServerOption {
+	a := exepages.NewAfterCalls()
+	return grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		a.Begin()
+		defer a.End()
+		return handler(ctx, req)
+	})
 }

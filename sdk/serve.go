@@ -65,7 +65,8 @@ func Serve[C any](info Info, p Plugin[C]) {
 		VersionedPlugins: transport.PluginSet(gp),
 		TLSProvider:      transport.ServerTLS,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return grpc.NewServer(append(opts, transport.ServerOptions()...)...)
+			opts = append(opts, transport.ServerOptions()...)
+			return grpc.NewServer(append(opts, releaseAfterCalls())...)
 		},
 		Logger: logger,
 	})
