@@ -18,38 +18,33 @@ func TestAfterCallsReleasesOnlyWhenIdle(t *testing.T) {
 		released <- struct{}{}
 	})
 
+	// The calls still running, then the last one ending: longer than the
+	// quiet period passes without a release, then one comes.
+	noReleaseThenOne := func() {
+		t.Helper()
+		select {
+		case <-released:
+			t.Fatal("released while a call was running")
+		case <-time.After(100 * time.Millisecond):
+		}
+		a.End()
+		select {
+		case <-released:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no release after the last call ended")
+		}
+	}
+
 	a.Begin()
 	a.Begin()
 	a.End()
-	// One call still runs: longer than the quiet period passes without a
-	// release.
-	select {
-	case <-released:
-		t.Fatal("released while a call was running")
-	case <-time.After(100 * time.Millisecond):
-	}
-	a.End()
-	select {
-	case <-released:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no release after the last call ended")
-	}
+	noReleaseThenOne()
 
 	// A call that begins before the quiet period ends cancels the release.
 	a.Begin()
 	a.End()
 	a.Begin()
-	select {
-	case <-released:
-		t.Fatal("released while a call was running")
-	case <-time.After(100 * time.Millisecond):
-	}
-	a.End()
-	select {
-	case <-released:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no release after the last call ended")
-	}
+	noReleaseThenOne()
 	if n := releases.Load(); n != 2 {
 		t.Errorf("released %d times, want 2", n)
 	}
