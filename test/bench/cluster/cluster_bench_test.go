@@ -36,6 +36,8 @@ import (
 
 	"github.com/microlet/microlet/internal/devcluster"
 	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
+
+	"github.com/microlet/microlet/internal/e2e"
 )
 
 func TestMain(m *testing.M) { os.Exit(pressuree2e.Main(m)) }
@@ -153,11 +155,12 @@ func measureIdle(b *testing.B, c *devcluster.Cluster, client kubernetes.Interfac
 	from := time.Now()
 	// PSS is the mean of memorySamples reads over the window: microlet's
 	// processes hold a few MB more during their bursts of work, and one
-	// read met a burst or not by chance.
+	// read met a burst or not by chance. The reads are e2e.SampleGap apart:
+	// 10 s apart, they fell at one phase of the agents' 10-second work.
 	sums := map[string]map[string]memory{} // by agent, by process
 	var last map[string]usage
 	for range memorySamples {
-		time.Sleep(idleWindow / memorySamples)
+		time.Sleep(e2e.SampleGap(idleWindow, memorySamples))
 		last = map[string]usage{}
 		for _, a := range agents {
 			u, err := readUsage(a.processes())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
+	"github.com/microlet/microlet/internal/e2e"
 	"github.com/microlet/microlet/test/testplugins/smaps"
 )
 
@@ -78,7 +79,8 @@ func machineBusy() (time.Duration, error) {
 	return time.Duration(busy * float64(time.Second)), nil
 }
 
-// idleUsage reads pids' memory samples times, evenly over window, and
+// idleUsage reads pids' memory samples times over window (e2e.SampleGap
+// apart), and
 // returns the mean, summed and per process, with the CPU they used over
 // window in thousandths of a core.
 func idleUsage(pids []int, window time.Duration, samples int) (total memory, perProcess []memory, millicores float64, err error) {
@@ -89,7 +91,7 @@ func idleUsage(pids []int, window time.Duration, samples int) (total memory, per
 	start := time.Now()
 	perProcess = make([]memory, len(pids))
 	for range samples {
-		time.Sleep(window / time.Duration(samples))
+		time.Sleep(e2e.SampleGap(window, samples))
 		for i, pid := range pids {
 			m, err := readMemory([]int{pid})
 			if err != nil {
