@@ -122,6 +122,10 @@ func (s *standin) follow(n, r, w, pid int) {
 			break
 		}
 	}
+	// Said before the delay can end on it: a shutdown waiting on freed
+	// says "delay-done" as soon as it is sent, and the tests read the
+	// order of the two.
+	s.say("released %d", n)
 	s.mu.Lock()
 	delete(s.held, n)
 	if len(s.held) == 0 {
@@ -131,7 +135,6 @@ func (s *standin) follow(n, r, w, pid int) {
 		}
 	}
 	s.mu.Unlock()
-	s.say("released %d", n)
 }
 
 // holds says whether process pid has a descriptor on link.
