@@ -136,12 +136,11 @@ func CoreEnv() []string {
 // PrivateBinaries copies the named executables from src to dst, keeping
 // hard links between them (names hard-linked to one file in src stay
 // links to one copy, as they would be installed), and drops the copies
-// from the page cache
-// (devnode.DropFromPageCache). A benchmark runs its agent from them: PSS
-// divides a file's pages among the processes that map them, so another
-// microlet running the same files (an end-to-end test, a make run node)
-// would lower the agent's figure, and a rebuild of src during the run
-// would make its core swap the plugins.
+// from the page cache (devnode.DropFromPageCache). A benchmark runs its
+// agent from them: PSS divides a file's pages among the processes that
+// map them, so another microlet running the same files (an end-to-end
+// test, a make run node) would lower the agent's figure, and a rebuild of
+// src during the run would make its core swap the plugins.
 func PrivateBinaries(src, dst string, names []string) error {
 	type copied struct {
 		info os.FileInfo

@@ -16,6 +16,7 @@ import (
 	"github.com/microlet/microlet/internal/devnode"
 	"github.com/microlet/microlet/internal/e2e"
 	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
+	"github.com/microlet/microlet/test/testplugins/smaps"
 )
 
 // evictionHard (CLUSTER_BENCH_EVICTION_HARD, comma-separated, say
@@ -129,7 +130,8 @@ func total(byProcess map[string]memory) memory {
 	return t
 }
 
-// readUsage reads the PSS (smaps_rollup) and the CPU time of pids.
+// readUsage reads the PSS (smaps.Rollup, as the node bench) and the CPU
+// time of pids.
 func readUsage(pids []int) (usage, error) {
 	u := usage{byProcess: map[string]memory{}}
 	for _, pid := range pids {
@@ -141,7 +143,7 @@ func readUsage(pids []int) (usage, error) {
 		if err != nil {
 			return u, err
 		}
-		rollup, err := p.ProcSMapsRollup()
+		m, err := smaps.Rollup(strconv.Itoa(pid))
 		if err != nil {
 			return u, err
 		}
@@ -149,7 +151,7 @@ func readUsage(pids []int) (usage, error) {
 		if err != nil {
 			return u, err
 		}
-		u.byProcess[comm] = u.byProcess[comm].plus(memory{int64(rollup.Pss / 1024), int64(rollup.Anonymous / 1024)})
+		u.byProcess[comm] = u.byProcess[comm].plus(memory{m.PssKB, m.AnonKB})
 		u.cpu += time.Duration(st.CPUTime() * float64(time.Second))
 	}
 	return u, nil

@@ -35,9 +35,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/microlet/microlet/internal/devcluster"
-	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
-
 	"github.com/microlet/microlet/internal/e2e"
+	pressuree2e "github.com/microlet/microlet/test/e2e/pressure"
 )
 
 func TestMain(m *testing.M) { os.Exit(pressuree2e.Main(m)) }

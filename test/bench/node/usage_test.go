@@ -27,21 +27,11 @@ type memory struct {
 func readMemory(pids []int) (memory, error) {
 	var total memory
 	for _, pid := range pids {
-		rss, pss, err := smaps.Rollup(strconv.Itoa(pid))
+		m, err := smaps.Rollup(strconv.Itoa(pid))
 		if err != nil {
 			return memory{}, err
 		}
-		p, err := procfs.NewProc(pid)
-		if err != nil {
-			return memory{}, err
-		}
-		rollup, err := p.ProcSMapsRollup()
-		if err != nil {
-			return memory{}, err
-		}
-		total.rssKB += rss
-		total.pssKB += pss
-		total.anonKB += int64(rollup.Anonymous / 1024)
+		total = total.plus(memory{rssKB: m.RssKB, pssKB: m.PssKB, anonKB: m.AnonKB})
 	}
 	return total, nil
 }
@@ -79,10 +69,9 @@ func machineBusy() (time.Duration, error) {
 	return time.Duration(busy * float64(time.Second)), nil
 }
 
-// idleUsage reads pids' memory samples times over window (e2e.SampleGap
-// apart), and
-// returns the mean, summed and per process, with the CPU they used over
-// window in thousandths of a core.
+// idleUsage reads pids' memory samples times over window, e2e.SampleGap
+// apart, and returns the mean, summed and per process, with the CPU they
+// used over window in thousandths of a core.
 func idleUsage(pids []int, window time.Duration, samples int) (total memory, perProcess []memory, millicores float64, err error) {
 	before, err := cpuTime(pids)
 	if err != nil {

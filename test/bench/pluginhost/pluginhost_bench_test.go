@@ -28,6 +28,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 
+	"github.com/microlet/microlet/core/config"
 	"github.com/microlet/microlet/core/pluginhost"
 	"github.com/microlet/microlet/internal/e2e"
 	"github.com/microlet/microlet/internal/lastresort"
@@ -63,11 +64,13 @@ var spec = pluginhost.Spec{Kind: "eviction", Name: "alpha"}
 func quietHost(b *testing.B, level hclog.Level, opts pluginhost.Options) (*pluginhost.Host, string) {
 	dir := pluginhoste2e.PluginDir(b)
 	pluginhoste2e.Install(b, bins.Plugin, dir, spec.BinaryName())
+	// The defaults, not the tests' fast ones.
+	defaults := config.Defaults().PluginHost
 	if opts.HealthInterval == 0 {
-		opts.HealthInterval = 10 * time.Second // the default, not the tests' fast one
+		opts.HealthInterval = defaults.HealthInterval
 	}
 	if opts.HealthTimeout == 0 {
-		opts.HealthTimeout = time.Second
+		opts.HealthTimeout = defaults.HealthTimeout
 	}
 	opts.Logger = hclog.New(&hclog.LoggerOptions{Name: "bench", Level: level, Output: pluginhoste2e.LogWriter{T: b}})
 	return pluginhoste2e.NewHost(b, dir, opts), dir
@@ -381,11 +384,11 @@ func configuredMemory(log string) [][2]int64 {
 }
 
 func rollup(b *testing.B, pid int) [2]int64 {
-	rss, pss, err := smaps.Rollup(strconv.Itoa(pid))
+	mem, err := smaps.Rollup(strconv.Itoa(pid))
 	if err != nil {
 		b.Fatal(err)
 	}
-	return [2]int64{rss, pss}
+	return [2]int64{mem.RssKB, mem.PssKB}
 }
 
 // reportMean reports the mean RSS and PSS of {rss, pss} samples in KB.

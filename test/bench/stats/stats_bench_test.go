@@ -161,12 +161,12 @@ func measure(b *testing.B, plugin, containerd int, once func()) {
 		pid := []int{plugin, os.Getpid(), containerd}[i]
 		b.ReportMetric(float64(cpuTime(b, pid)-cpuBefore[i])/float64(n)/float64(time.Millisecond), who+"-cpu-ms/op")
 	}
-	rss, pss, err := smaps.Rollup(strconv.Itoa(plugin))
+	mem, err := smaps.Rollup(strconv.Itoa(plugin))
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(rss)/1024, "plugin-rss-MB")
-	b.ReportMetric(float64(pss)/1024, "plugin-pss-MB")
+	b.ReportMetric(float64(mem.RssKB)/1024, "plugin-rss-MB")
+	b.ReportMetric(float64(mem.PssKB)/1024, "plugin-pss-MB")
 }
 
 // summary runs one GetSummary and returns how many pods it listed.

@@ -1,5 +1,6 @@
 // Package smaps reads a process's memory use the way the benchmarks report
-// it: resident and proportional set size from /proc/<pid>/smaps_rollup.
+// it: resident and proportional set size, and the anonymous part, from
+// /proc/<pid>/smaps_rollup.
 package smaps
 
 import (
@@ -10,15 +11,23 @@ import (
 	"strings"
 )
 
-// Rollup returns the Rss and Pss, in KB, of process pid ("self" for the
-// caller).
-func Rollup(pid string) (rssKB, pssKB int64, err error) {
+// Memory is a process's use, in KB.
+type Memory struct {
+	// RssKB and PssKB are the resident and proportional set sizes.
+	RssKB, PssKB int64
+	// AnonKB is the resident anonymous memory (heap, stacks).
+	AnonKB int64
+}
+
+// Rollup reads the memory use of process pid ("self" for the caller).
+func Rollup(pid string) (Memory, error) {
 	path := "/proc/" + pid + "/smaps_rollup"
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, 0, err
+		return Memory{}, err
 	}
 	defer f.Close()
+	var m Memory
 	lines := bufio.NewScanner(f)
 	for lines.Scan() {
 		fields := strings.Fields(lines.Text())
@@ -28,15 +37,17 @@ func Rollup(pid string) (rssKB, pssKB int64, err error) {
 		var target *int64
 		switch fields[0] {
 		case "Rss:":
-			target = &rssKB
+			target = &m.RssKB
 		case "Pss:":
-			target = &pssKB
+			target = &m.PssKB
+		case "Anonymous:":
+			target = &m.AnonKB
 		default:
 			continue
 		}
 		if *target, err = strconv.ParseInt(fields[1], 10, 64); err != nil {
-			return 0, 0, fmt.Errorf("%s: line %q: %w", path, lines.Text(), err)
+			return Memory{}, fmt.Errorf("%s: line %q: %w", path, lines.Text(), err)
 		}
 	}
-	return rssKB, pssKB, lines.Err()
+	return m, lines.Err()
 }

@@ -70,11 +70,11 @@ func (p *testPlugin) Configure(ctx context.Context, c *config, host *sdk.Host) e
 	}
 	// Memory as configured, before the SDK releases its start-up memory
 	// (it does once Configure returns), for the benchmarks.
-	rss, pss, err := smaps.Rollup("self")
+	mem, err := smaps.Rollup("self")
 	if err != nil {
 		return fmt.Errorf("read own memory use: %w", err)
 	}
-	sdk.Log().Info("configured", "version", version, "threshold", c.Threshold, "pid", os.Getpid(), "rss_kb", rss, "pss_kb", pss)
+	sdk.Log().Info("configured", "version", version, "threshold", c.Threshold, "pid", os.Getpid(), "rss_kb", mem.RssKB, "pss_kb", mem.PssKB)
 	if p.spawnChild {
 		child := exec.Command("sleep", "1000")
 		child.Stderr = os.NewFile(2, "stderr") // the pipe to the core, not go-plugin's replacement
