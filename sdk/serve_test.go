@@ -64,13 +64,15 @@ func TestStdoutBeforeTheHandshake(t *testing.T) {
 // SDK breaks the handshake.
 func TestStdoutWithoutTheGuard(t *testing.T) {
 	binary := sdktest.Build(t, "./internal/testplugins/unguarded")
-	cfg, _, err := transport.ClientConfig(exec.Command(binary), hclog.NewNullLogger())
+	cmd := exec.Command(binary)
+	// Without a socket directory (go-plugin reads it from the environment
+	// when it runs a plain command), the plugin's socket would be left in
+	// /tmp when the failed launch kills it.
+	cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + t.TempDir()}
+	cfg, _, err := transport.ClientConfig(cmd, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The plugin does not inherit TMPDIR: without a socket directory its
-	// socket would be left in /tmp when the failed launch kills it.
-	cfg.UnixSocketConfig = &plugin.UnixSocketConfig{TempDir: t.TempDir()}
 	client := plugin.NewClient(cfg)
 	t.Cleanup(client.Kill)
 	_, err = client.Client()

@@ -117,7 +117,11 @@ func Subprocess(t testing.TB, binaryPath string, opts ...Option) *Harness {
 	t.Helper()
 	o := collectOptions(opts)
 	cmd := exec.Command(binaryPath)
-	cmd.Env = append([]string{transport.EnvLogLevel + "=debug"}, o.env...)
+	// The plugin's socket goes to a directory the test removes, even when
+	// the plugin is killed and cannot unlink it. go-plugin takes
+	// UnixSocketConfig.TempDir only with a RunnerFunc; a plain command
+	// learns the directory from this variable, or uses /tmp.
+	cmd.Env = append([]string{transport.EnvLogLevel + "=debug", plugin.EnvUnixSocketDir + "=" + t.TempDir()}, o.env...)
 	cfg, _, err := transport.ClientConfig(cmd, newTestLogger(t, "plugin"))
 	if err != nil {
 		t.Fatalf("sdktest: launch %s: %v", binaryPath, err)
@@ -125,9 +129,6 @@ func Subprocess(t testing.TB, binaryPath string, opts ...Option) *Harness {
 	if o.stderr != nil {
 		cfg.Stderr = o.stderr
 	}
-	// The plugin does not inherit TMPDIR: its socket goes to a directory
-	// the test removes, not /tmp, even when the plugin is killed.
-	cfg.UnixSocketConfig = &plugin.UnixSocketConfig{TempDir: t.TempDir()}
 	client := plugin.NewClient(cfg)
 	h := &Harness{t: t, nodeName: o.nodeName}
 	t.Cleanup(func() {
