@@ -63,7 +63,6 @@ func Serve[C any](info Info, p Plugin[C]) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  transport.Handshake,
 		VersionedPlugins: transport.PluginSet(gp),
-		TLSProvider:      transport.ServerTLS,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			opts = append(opts, transport.ServerOptions()...)
 			return grpc.NewServer(append(opts, releaseAfterCalls())...)

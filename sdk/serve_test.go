@@ -69,13 +69,9 @@ func TestStdoutWithoutTheGuard(t *testing.T) {
 	// when it runs a plain command), the plugin's socket would be left in
 	// /tmp when the failed launch kills it.
 	cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + t.TempDir()}
-	cfg, _, err := transport.ClientConfig(cmd, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := plugin.NewClient(cfg)
+	client := plugin.NewClient(transport.ClientConfig(cmd, hclog.NewNullLogger()))
 	t.Cleanup(client.Kill)
-	_, err = client.Client()
+	_, err := client.Client()
 	if err == nil || !strings.Contains(err.Error(), "Unrecognized remote plugin message: unguarded: printed in init") {
 		t.Fatalf("launching a plugin that prints before the handshake without the SDK: %v; want the handshake to fail", err)
 	}

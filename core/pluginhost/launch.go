@@ -50,14 +50,11 @@ func (h *Host) launch(ctx context.Context, spec resolvedSpec, mode launchMode) (
 	// started is how the goroutine that watches ctx learns of the runner,
 	// which go-plugin creates inside Client().
 	var started atomic.Pointer[processRunner]
-	// The transport's launch settings (gRPC only, mutual TLS, no host
-	// environment, bounded messages), started by our own runner.
-	config, tlsEnv, err := transport.ClientConfig(nil, exitLogger{Logger: h.opts.Logger.Named("plugin").Named(string(spec.Kind)), pr: pr})
-	if err != nil {
-		return nil, err
-	}
+	// The transport's launch settings (gRPC only, no host environment,
+	// bounded messages), started by our own runner.
+	config := transport.ClientConfig(nil, exitLogger{Logger: h.opts.Logger.Named("plugin").Named(string(spec.Kind)), pr: pr})
 	config.RunnerFunc = func(logger hclog.Logger, template *exec.Cmd, _ string) (runner.Runner, error) {
-		r, err := newProcessRunner(logger, template, bin, spec.Name, spec.Args, append(processEnv(spec, h.opts.LogLevel), tlsEnv...))
+		r, err := newProcessRunner(logger, template, bin, spec.Name, spec.Args, processEnv(spec, h.opts.LogLevel))
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -19,7 +20,8 @@ type Options struct {
 	Dir string
 	// SocketDir holds the plugins' unix sockets (go-plugin's
 	// UnixSocketConfig.TempDir). It is created 0700 if missing, refused if
-	// group or others may enter it, and cleared of what a killed core left.
+	// group or others may enter it or another user owns it, and cleared of
+	// what a killed core left.
 	SocketDir string
 	// Logger receives the host's lines and each plugin's stderr, named
 	// plugin.<kind>.<name>. Nil discards.
@@ -139,8 +141,10 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 // prepareSocketDir creates the socket directory 0700 if missing and refuses
-// one that others could enter: go-plugin's per-plugin directories inside it
-// are 0700 too, but a socket's path should not be guessable and replaceable.
+// one that another user could enter: it is what keeps other users from the
+// plugins' sockets, which speak plain gRPC (transport.ClientConfig).
+// go-plugin's per-plugin directories inside it are 0700 too, but a
+// socket's path should not be guessable and replaceable.
 // It removes the per-plugin directories a killed core left behind.
 func prepareSocketDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -155,6 +159,9 @@ func prepareSocketDir(dir string) error {
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
 		return fmt.Errorf("plugin socket directory %s has mode %04o; expected 0700", dir, perm)
+	}
+	if owner, euid := info.Sys().(*syscall.Stat_t).Uid, os.Geteuid(); int(owner) != euid {
+		return fmt.Errorf("plugin socket directory %s is owned by uid %d; expected the core's, %d", dir, owner, euid)
 	}
 	stale, err := filepath.Glob(filepath.Join(dir, goPluginSocketDirPattern))
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/microlet/microlet/internal/prereq"
 )
 
 func TestOptionsDefaults(t *testing.T) {
@@ -100,5 +102,21 @@ func TestPrepareSocketDir(t *testing.T) {
 	}
 	if err := prepareSocketDir(file); err == nil {
 		t.Error("a file as socket directory was accepted")
+	}
+}
+
+// TestPrepareSocketDirOwnedByAnother: a 0700 directory another user owns
+// is that user's way into the plugins' sockets.
+func TestPrepareSocketDirOwnedByAnother(t *testing.T) {
+	prereq.Root(t, "chown a directory to another user")
+	foreign := filepath.Join(t.TempDir(), "foreign")
+	if err := os.Mkdir(foreign, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(foreign, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareSocketDir(foreign); err == nil || !strings.Contains(err.Error(), "is owned by uid 65534; expected the core's, 0") {
+		t.Errorf("a socket directory of uid 65534: error %v, want a refusal", err)
 	}
 }

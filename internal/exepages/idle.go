@@ -10,8 +10,8 @@ import (
 // AfterCalls releases the executable's pages once a process that serves
 // calls has served none for a while. A plugin's steady work is the core's
 // calls: its health check every 10 s and, for some, a cycle's calls every
-// 10 s. Each maps that call's code (TLS, HTTP/2, gRPC's server, protobuf,
-// the plugin's own), 1 to 8 MB with the kernel's fault-around, and with
+// 10 s. Each maps that call's code (HTTP/2, gRPC's server, protobuf, the
+// plugin's own), 1 to 8 MB with the kernel's fault-around, and with
 // the 10-second releases alone (ReleaseAfterBursts) a plugin held it until
 // its next release: for a moment or for most of the 10 s, depending on
 // where the core's timers fell against the plugin's, which differs from

@@ -110,9 +110,9 @@ func InProcess[C any](t testing.TB, info sdk.Info, p sdk.Plugin[C], opts ...Opti
 }
 
 // Subprocess launches the plugin binary at binaryPath as the core does
-// (transport.ClientConfig: gRPC, mutual TLS, the shared handshake, no
-// inherited environment) and kills it when the test ends. Its log lines go
-// to the test log.
+// (transport.ClientConfig: gRPC, the shared handshake, no inherited
+// environment) and kills it when the test ends. Its log lines go to the
+// test log.
 func Subprocess(t testing.TB, binaryPath string, opts ...Option) *Harness {
 	t.Helper()
 	o := collectOptions(opts)
@@ -122,10 +122,7 @@ func Subprocess(t testing.TB, binaryPath string, opts ...Option) *Harness {
 	// UnixSocketConfig.TempDir only with a RunnerFunc; a plain command
 	// learns the directory from this variable, or uses /tmp.
 	cmd.Env = append([]string{transport.EnvLogLevel + "=debug", plugin.EnvUnixSocketDir + "=" + t.TempDir()}, o.env...)
-	cfg, _, err := transport.ClientConfig(cmd, newTestLogger(t, "plugin"))
-	if err != nil {
-		t.Fatalf("sdktest: launch %s: %v", binaryPath, err)
-	}
+	cfg := transport.ClientConfig(cmd, newTestLogger(t, "plugin"))
 	if o.stderr != nil {
 		cfg.Stderr = o.stderr
 	}

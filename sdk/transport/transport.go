@@ -47,31 +47,36 @@ const MaxMessageBytes = 64 << 20
 // ServerOptions are the options of the gRPC servers at either end: the
 // plugin's, and the host service the core serves each plugin over the
 // broker. Messages are bounded by MaxMessageBytes, and gRPC reads the
-// connection without a buffer of its own (see DialOptions).
+// connection through a small buffer (see DialOptions).
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
-		grpc.ReadBufferSize(0),
+		grpc.ReadBufferSize(readBufferBytes),
 	}
 }
 
 // DialOptions are the options of the gRPC clients at either end: the
 // core's of its plugin, and the plugin's of the core's host service.
-// Messages are bounded by MaxMessageBytes. Every such connection is TLS,
-// whose reader already decrypts a whole record into a buffer of its own
-// and hands it out from memory, so gRPC's 32 KiB read buffer per
-// connection in front of it saves no system call; it costs 32 KiB live
-// at each end of each connection, 12 of them in a core with six plugins
-// (docs/performance.md, Memory).
+// Messages are bounded by MaxMessageBytes, and gRPC reads the connection
+// through a buffer of readBufferBytes.
 func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(MaxMessageBytes),
 			grpc.MaxCallSendMsgSize(MaxMessageBytes)),
-		grpc.WithReadBufferSize(0),
+		grpc.WithReadBufferSize(readBufferBytes),
 	}
 }
+
+// readBufferBytes is gRPC's read buffer on every connection between the
+// core and a plugin. Unbuffered, each HTTP/2 frame costs two reads of the
+// socket (its header, then its payload), six for a unary answer; a page
+// holds a small call's frames in one read, and a bigger frame is read
+// past the buffer into the message. gRPC's default, 32 KiB, would cost
+// that much live at each end of each connection, 12 of them in a core
+// with six plugins (docs/performance.md, Memory).
+const readBufferBytes = 4096
 
 // Conn is what the core gets when it dispenses a plugin.
 type Conn struct {
@@ -107,31 +112,27 @@ func PluginSet(p *GRPCPlugin) map[int]plugin.PluginSet {
 	return map[int]plugin.PluginSet{ProtocolVersion: {PluginName: p}}
 }
 
-// ClientConfig is how a plugin binary is launched: gRPC only, mutual TLS
-// with certificates made for this launch (only the process that launched
-// the plugin can talk to it; see launchTLS), none of the launcher's
-// environment (cmd.Env is all the plugin gets, besides go-plugin's own
-// variables), and messages bounded by MaxMessageBytes both ways. env is
-// what the plugin process needs in its environment for TLS: ClientConfig
-// adds it to cmd.Env; a launcher with a RunnerFunc (cmd nil) adds it to the
-// process it starts. The core may add its runner, socket directory and
-// start timeout; sdktest uses it as it is.
-func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) (config *plugin.ClientConfig, env []string, err error) {
-	tlsConfig, env, err := launchTLS()
-	if err != nil {
-		return nil, nil, err
-	}
-	if cmd != nil {
-		cmd.Env = append(cmd.Env, env...)
-	}
+// ClientConfig is how a plugin binary is launched: gRPC only, none of the
+// launcher's environment (cmd.Env is all the plugin gets, besides
+// go-plugin's own variables), and messages bounded by MaxMessageBytes both
+// ways. The core adds its runner, socket directory and start timeout;
+// sdktest uses it as it is.
+//
+// The connections are plain gRPC on unix sockets. Who may talk to a plugin
+// is settled by the socket's directory, which only the launcher's user may
+// enter (the core refuses any other: pluginhost.Options.SocketDir), as for
+// the kubelet's own plugin sockets (device plugins, CSI, the CRI) and
+// Nomad's plugins. Mutual TLS on top kept out only processes of that user,
+// which can read the core's memory anyway, and cost every plugin process
+// its TLS state and code (docs/performance.md).
+func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *plugin.ClientConfig {
 	return &plugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: PluginSet(&GRPCPlugin{}),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		TLSConfig:        tlsConfig,
 		SkipHostEnv:      true,
 		GRPCDialOptions:  DialOptions(),
 		Logger:           logger,
-	}, env, nil
+	}
 }

@@ -114,9 +114,9 @@ func withGOMAXPROCS(b *testing.B, procs int) {
 	b.Cleanup(func() { runtime.GOMAXPROCS(previous) })
 }
 
-// BenchmarkCallRoundTrip: GetIdentity through a pluginhost.Client over mutual TLS
-// to a real plugin process, with the caller at 1 P (the core's default) and
-// at 2, and at 1 P with the caller and the plugin on one CPU.
+// BenchmarkCallRoundTrip: GetIdentity through a pluginhost.Client to a
+// real plugin process, with the caller at 1 P (the core's default) and at
+// 2, and at 1 P with the caller and the plugin on one CPU.
 //
 // On a VM, a call's two wake-ups (the plugin's, then the caller's) cost
 // what the hypervisor takes to wake an idle vCPU unless the guest polls
@@ -154,7 +154,7 @@ func BenchmarkCallRoundTrip(b *testing.B) {
 				}
 				return time.Since(start)
 			}
-			for range 500 { // warm up connections, TLS, caches
+			for range 500 { // warm up connections, caches
 				call()
 			}
 			reportPercentiles(b, collect(b, 5000, call), time.Microsecond, "µs", 50, 99)
@@ -202,8 +202,8 @@ func pinThreads(b *testing.B, set *unix.CPUSet) {
 }
 
 // BenchmarkColdStart: from Reconcile of a new plugin to its first answered
-// call: trust checks and hash, exec, handshake, TLS, identity,
-// configure, health check, first call.
+// call: trust checks and hash, exec, handshake, identity, configure,
+// health check, first call.
 func BenchmarkColdStart(b *testing.B) {
 	withGOMAXPROCS(b, 1)
 	host, _ := quietHost(b, hclog.Error, pluginhost.Options{})
