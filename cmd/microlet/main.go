@@ -100,16 +100,17 @@ func runCommand(args []string) int {
 }
 
 // releaseMemory keeps the core's memory down to what it uses between its
-// bursts of work (exepages.ReleaseAfterBursts): every 10 s, once the burst
-// under way is over, it collects and returns the free heap to the kernel,
-// then unmaps its executable's pages. Of the 53 MB
+// bursts of work (exepages.ReleaseBurstPages): it learns which pages of its
+// executable its steady work (the PLEG's relist every second) keeps
+// mapping and unmaps the others once each burst of work is over; every
+// 10 s it collects and returns the free heap to the kernel. Of the 53 MB
 // the core held with 30 pods, 32 MB were its executable, nearly all of it
 // mapped once and never used again. At Go's default GOGC the heap grows to
 // twice the live heap (8 MB at 30 pods) before a collection, and start-up's
 // garbage stayed mapped until the scavenger returned it (docs/performance.md).
 // A collection of that heap costs a few milliseconds of one CPU every 10 s.
 func releaseMemory(ctx context.Context, logger hclog.Logger) {
-	if err := exepages.ReleaseAfterBursts(ctx); err != nil {
+	if err := exepages.ReleaseBurstPages(ctx); err != nil {
 		logger.Warn("stopped releasing the executable's pages", "error", err)
 	}
 }
