@@ -232,21 +232,25 @@ func count(a []bool) int {
 }
 
 // presentPages reads, for every page of ranges in order, whether the
-// process maps it: bit 63 of its /proc/self/pagemap entry.
+// process maps it: bit 63 of its /proc/self/pagemap entry. It reads a page
+// of entries at a time.
 func presentPages(pagemap *os.File, ranges []addressRange) ([]bool, error) {
-	var pages []bool
-	var buf []byte
+	total := 0
 	for _, r := range ranges {
-		n := int((r.hi - r.lo) / pageSize)
-		if cap(buf) < 8*n {
-			buf = make([]byte, 8*n)
-		}
-		buf = buf[:8*n]
-		if _, err := pagemap.ReadAt(buf, int64(r.lo/pageSize)*8); err != nil {
-			return nil, fmt.Errorf("read /proc/self/pagemap: %w", err)
-		}
-		for i := range n {
-			pages = append(pages, binary.LittleEndian.Uint64(buf[8*i:])&(1<<63) != 0)
+		total += int((r.hi - r.lo) / pageSize)
+	}
+	pages := make([]bool, 0, total)
+	var buf [4096]byte
+	for _, r := range ranges {
+		for first, n := int(r.lo/pageSize), int((r.hi-r.lo)/pageSize); n > 0; {
+			chunk := min(n, len(buf)/8)
+			if _, err := pagemap.ReadAt(buf[:8*chunk], int64(first)*8); err != nil {
+				return nil, fmt.Errorf("read /proc/self/pagemap: %w", err)
+			}
+			for i := range chunk {
+				pages = append(pages, binary.LittleEndian.Uint64(buf[8*i:])&(1<<63) != 0)
+			}
+			first, n = first+chunk, n-chunk
 		}
 	}
 	return pages, nil
