@@ -64,12 +64,7 @@ func TestStdoutBeforeTheHandshake(t *testing.T) {
 // SDK breaks the handshake.
 func TestStdoutWithoutTheGuard(t *testing.T) {
 	binary := sdktest.Build(t, "./internal/testplugins/unguarded")
-	cmd := exec.Command(binary)
-	// Without a socket directory (go-plugin reads it from the environment
-	// when it runs a plain command), the plugin's socket would be left in
-	// /tmp when the failed launch kills it.
-	cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + t.TempDir()}
-	client := plugin.NewClient(transport.ClientConfig(cmd, hclog.NewNullLogger()))
+	client := plugin.NewClient(transport.ClientConfig(exec.Command(binary), t.TempDir(), hclog.NewNullLogger()))
 	t.Cleanup(client.Kill)
 	_, err := client.Client()
 	if err == nil || !strings.Contains(err.Error(), "Unrecognized remote plugin message: unguarded: printed in init") {

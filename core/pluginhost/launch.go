@@ -50,9 +50,9 @@ func (h *Host) launch(ctx context.Context, spec resolvedSpec, mode launchMode) (
 	// started is how the goroutine that watches ctx learns of the runner,
 	// which go-plugin creates inside Client().
 	var started atomic.Pointer[processRunner]
-	// The transport's launch settings (gRPC only, no host environment,
-	// bounded messages), started by our own runner.
-	config := transport.ClientConfig(nil, exitLogger{Logger: h.opts.Logger.Named("plugin").Named(string(spec.Kind)), pr: pr})
+	// The transport's launch settings (gRPC only, sockets in SocketDir, no
+	// host environment, bounded messages), started by our own runner.
+	config := transport.ClientConfig(nil, h.opts.SocketDir, exitLogger{Logger: h.opts.Logger.Named("plugin").Named(string(spec.Kind)), pr: pr})
 	config.RunnerFunc = func(logger hclog.Logger, template *exec.Cmd, _ string) (runner.Runner, error) {
 		r, err := newProcessRunner(logger, template, bin, spec.Name, spec.Args, processEnv(spec, h.opts.LogLevel))
 		if err != nil {
@@ -66,7 +66,6 @@ func (h *Host) launch(ctx context.Context, spec resolvedSpec, mode launchMode) (
 		config.GRPCDialOptions = append(config.GRPCDialOptions, callObserver(h.opts.OnCall, spec.Kind, spec.Name)...)
 	}
 	config.StartTimeout = h.opts.StartTimeout
-	config.UnixSocketConfig = &plugin.UnixSocketConfig{TempDir: h.opts.SocketDir}
 	pr.client = plugin.NewClient(config)
 	// go-plugin waits for the handshake without a context: end the process
 	// if ctx ends first. (Deferred calls run in reverse: the watch stops

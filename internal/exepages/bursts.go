@@ -36,9 +36,19 @@ import (
 //     no longer uses; every Interval, at the first quiet poll, it collects
 //     the heap and returns its free pages to the kernel.
 //
+// An executable Release cannot unmap (position-independent) leaves only
+// the heap to return: ReleaseAfterBursts does that every Interval.
+//
 // Returns nil when ctx ends, or the error of a read or release that
 // failed.
 func ReleaseBurstPages(ctx context.Context) error {
+	ranges, err := executableRanges()
+	if err != nil {
+		return err
+	}
+	if len(ranges) == 0 {
+		return ReleaseAfterBursts(ctx)
+	}
 	statm, err := os.Open("/proc/self/statm")
 	if err != nil {
 		return err
@@ -49,10 +59,6 @@ func ReleaseBurstPages(ctx context.Context) error {
 		return err
 	}
 	defer pagemap.Close()
-	ranges, err := executableRanges()
-	if err != nil || len(ranges) == 0 {
-		return err
-	}
 	b := &bursts{
 		read:    func() (int64, error) { return filePages(statm) },
 		present: func() ([]bool, error) { return presentPages(pagemap, ranges) },

@@ -117,12 +117,10 @@ func Subprocess(t testing.TB, binaryPath string, opts ...Option) *Harness {
 	t.Helper()
 	o := collectOptions(opts)
 	cmd := exec.Command(binaryPath)
+	cmd.Env = append([]string{transport.EnvLogLevel + "=debug"}, o.env...)
 	// The plugin's socket goes to a directory the test removes, even when
-	// the plugin is killed and cannot unlink it. go-plugin takes
-	// UnixSocketConfig.TempDir only with a RunnerFunc; a plain command
-	// learns the directory from this variable, or uses /tmp.
-	cmd.Env = append([]string{transport.EnvLogLevel + "=debug", plugin.EnvUnixSocketDir + "=" + t.TempDir()}, o.env...)
-	cfg := transport.ClientConfig(cmd, newTestLogger(t, "plugin"))
+	// the plugin is killed and cannot unlink it.
+	cfg := transport.ClientConfig(cmd, t.TempDir(), newTestLogger(t, "plugin"))
 	if o.stderr != nil {
 		cfg.Stderr = o.stderr
 	}

@@ -112,11 +112,17 @@ func PluginSet(p *GRPCPlugin) map[int]plugin.PluginSet {
 	return map[int]plugin.PluginSet{ProtocolVersion: {PluginName: p}}
 }
 
-// ClientConfig is how a plugin binary is launched: gRPC only, none of the
-// launcher's environment (cmd.Env is all the plugin gets, besides
-// go-plugin's own variables), and messages bounded by MaxMessageBytes both
-// ways. The core adds its runner, socket directory and start timeout;
+// ClientConfig is how a plugin binary is launched: gRPC only, its socket
+// in socketDir, none of the launcher's environment (cmd.Env is all the
+// plugin gets, besides go-plugin's own variables), and messages bounded by
+// MaxMessageBytes both ways. The core adds its runner and start timeout;
 // sdktest uses it as it is.
+//
+// go-plugin tells a plugin its socket directory from
+// UnixSocketConfig.TempDir only when a RunnerFunc starts it; a plugin
+// started from cmd learns it from the environment, without which it
+// would use /tmp and leave its socket there when killed. ClientConfig sets
+// both.
 //
 // The connections are plain gRPC on unix sockets. Who may talk to a plugin
 // is settled by the socket's directory, which only the launcher's user may
@@ -125,13 +131,17 @@ func PluginSet(p *GRPCPlugin) map[int]plugin.PluginSet {
 // Nomad's plugins. Mutual TLS on top kept out only processes of that user,
 // which can read the core's memory anyway, and cost every plugin process
 // its TLS state and code (docs/performance.md).
-func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *plugin.ClientConfig {
+func ClientConfig(cmd *exec.Cmd, socketDir string, logger hclog.Logger) *plugin.ClientConfig {
+	if cmd != nil {
+		cmd.Env = append(cmd.Env, plugin.EnvUnixSocketDir+"="+socketDir)
+	}
 	return &plugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: PluginSet(&GRPCPlugin{}),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		SkipHostEnv:      true,
+		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: socketDir},
 		GRPCDialOptions:  DialOptions(),
 		Logger:           logger,
 	}
