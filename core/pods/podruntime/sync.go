@@ -302,19 +302,20 @@ func (m *Manager) removeInitContainers(ctx context.Context, pod *v1.Pod, status 
 			if count <= keep {
 				continue
 			}
-			if err := m.removeContainer(ctx, pod, s); err != nil {
+			if err := m.DeleteContainer(ctx, pod.Name, pod.Namespace, s.Name, s.ID); err != nil {
 				m.log.Warn("cannot remove an old init container", "pod", podFullName(pod), "container", name, "container_id", s.ID, "error", err)
 			}
 		}
 	}
 }
 
-// removeContainer removes a container instance and its log symlink.
-func (m *Manager) removeContainer(ctx context.Context, pod *v1.Pod, s *container.ContainerStatus) error {
-	if err := m.unlinkContainerLog(pod.Name, pod.Namespace, s.Name, s.ID); err != nil {
+// DeleteContainer removes a container instance of the named pod and its log
+// symlink; one already gone is no error.
+func (m *Manager) DeleteContainer(ctx context.Context, podName, podNamespace, containerName, containerID string) error {
+	if err := m.unlinkContainerLog(podName, podNamespace, containerName, containerID); err != nil {
 		return err
 	}
-	if err := m.cri.RemoveContainer(ctx, s.ID); err != nil && !crierrors.IsNotFound(err) {
+	if err := m.cri.RemoveContainer(ctx, containerID); err != nil && !crierrors.IsNotFound(err) {
 		return err
 	}
 	return nil

@@ -28,6 +28,7 @@ type fakeRuntime struct {
 	syncs      []*v1.Pod   // the pods SyncPod was called with, in order
 	kills      []types.UID // pods KillPod was called for (orphans included)
 	cleanups   []types.UID
+	deleted    []string // containers DeleteContainer removed
 	nextID     int
 }
 
@@ -189,6 +190,23 @@ func (r *fakeRuntime) CleanupPod(_ context.Context, uid types.UID) error {
 	}
 	r.cleanups = append(r.cleanups, uid)
 	return nil
+}
+
+func (r *fakeRuntime) DeleteContainer(_ context.Context, _, _, _, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, st := range r.pods {
+		st.Containers = slices.DeleteFunc(st.Containers, func(s *container.ContainerStatus) bool { return s.ID == id })
+	}
+	r.deleted = append(r.deleted, id)
+	return nil
+}
+
+// deletedContainers are the containers DeleteContainer removed, in order.
+func (r *fakeRuntime) deletedContainers() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.deleted)
 }
 
 // synced returns the pods SyncPod was called with for uid, in order.

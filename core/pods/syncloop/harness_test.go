@@ -74,6 +74,7 @@ func newHarness(t *testing.T, maxPods int) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	go h.loop.deadContainers.run(ctx)
 	return h
 }
 

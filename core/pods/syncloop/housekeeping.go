@@ -77,7 +77,8 @@ func (l *Loop) finished(pod *v1.Pod) bool {
 	return ok && status.IsTerminalPhase(st.Phase)
 }
 
-// stopOrphans kills what runs in the runtime for pods no worker drives.
+// stopOrphans kills what runs in the runtime for pods no worker drives, and
+// has the exited containers of pods that are gone removed.
 func (l *Loop) stopOrphans(ctx context.Context, known map[types.UID]podworkers.PodWorkerSync) {
 	pods, err := l.opts.Runtime.ListPods(ctx)
 	if err != nil {
@@ -92,7 +93,8 @@ func (l *Loop) stopOrphans(ctx context.Context, known map[types.UID]podworkers.P
 			continue // it keeps running while it waits for admission
 		}
 		if !runs(rp) {
-			continue // dead leftovers are for container GC
+			l.removeDeadContainers(rp)
+			continue // the sandboxes are for container GC
 		}
 		l.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.Kill, RunningPod: rp, StartTime: time.Now()})
 		if _, ok := known[rp.UID]; !ok {

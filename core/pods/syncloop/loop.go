@@ -45,6 +45,8 @@ type Runtime interface {
 	SyncPod(ctx context.Context, pod *v1.Pod, status *container.PodStatus, probes podruntime.ProbeResults) *podruntime.SyncResult
 	KillPod(ctx context.Context, pod *v1.Pod, runtimePod *container.Pod, gracePeriodOverride *int64) error
 	CleanupPod(ctx context.Context, uid types.UID) error
+	// DeleteContainer removes a dead container instance of the named pod.
+	DeleteContainer(ctx context.Context, podName, podNamespace, containerName, containerID string) error
 }
 
 // Events is PLEG as the loop uses it.
@@ -137,6 +139,8 @@ type Loop struct {
 	// sourcesReady): podconfig may have read a source whose pods still wait
 	// in its channel.
 	sourcesSeen sets.Set[string]
+	// deadContainers removes the exited containers of pods that are gone.
+	deadContainers *deadContainers
 	// sourcesReady turns true, for good, once every source has reached the
 	// loop; others read it (garbage collection asks it before it counts a
 	// pod as deleted).
@@ -158,6 +162,7 @@ func New(opts Options) (*Loop, error) {
 		sourcesSeen: sets.New[string](),
 		queue:       podworkers.NewWorkQueue(nil),
 	}
+	l.deadContainers = newDeadContainers(opts.Runtime, opts.Logger)
 	workers, err := podworkers.New(podworkers.Config{
 		Syncer:         l,
 		Cache:          opts.Cache,
@@ -186,6 +191,7 @@ func (l *Loop) Run(ctx context.Context) {
 	housekeeping := time.NewTicker(housekeepingPeriod)
 	defer housekeeping.Stop()
 	backoff := runtimeBackoffBase
+	go l.deadContainers.run(ctx)
 	for {
 		l.lastIteration.Store(time.Now().UnixNano())
 		if err := l.opts.Health.RuntimeErr(); err != nil {

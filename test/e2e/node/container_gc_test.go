@@ -68,3 +68,30 @@ func TestContainerGC(t *testing.T) {
 			fmt.Sprintf("%d containers, %d sandboxes", len(containers), len(sandboxes))
 	})
 }
+
+// TestDeletedPodsContainersGoAtOnce: the dead containers of a deleted pod
+// are removed as they die (upstream's podContainerDeletor), not at the next
+// container GC: on a node with no imagegc plugin, so no container GC at
+// all, the pod's container goes and its sandbox stays for GC.
+func TestDeletedPodsContainersGoAtOnce(t *testing.T) {
+	t.Parallel()
+	var plugins []plugin
+	for _, p := range defaultPlugins() {
+		if p.kind != "imagegc" {
+			plugins = append(plugins, p)
+		}
+	}
+	n := startNode(t, nodeOptions{plugins: plugins})
+	n.writeManifest("sleeper.yaml", sleeper("sleeper"))
+	p := n.waitPod("sleeper", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+
+	n.removeManifest("sleeper.yaml")
+	n.waitPodGone("sleeper")
+	n.eventually("the deleted pod's container is removed", func() (bool, string) {
+		containers := n.runtimeContainers(p.UID)
+		return len(containers) == 0, fmt.Sprintf("%d containers", len(containers))
+	})
+	if sandboxes := n.runtimeSandboxes(p.UID); len(sandboxes) != 1 {
+		t.Errorf("the deleted pod has %d sandboxes on a node without container GC, want its one, stopped", len(sandboxes))
+	}
+}
