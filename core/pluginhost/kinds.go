@@ -64,7 +64,7 @@ var kinds = []KindInfo{
 	{
 		Kind: ImageGC, Singleton: true, APIVersions: []string{"v1"},
 		Capabilities: []string{sdk.CapabilityImageGCImages, sdk.CapabilityImageGCContainers},
-		Fallback:     "Image and container GC skip their cycle (one log line); node-level reclaim for eviction reports the plugin unavailable and the strategy goes on to evict.",
+		Fallback:     "Image and container GC skip their cycle (one log line); node-level reclaim for eviction reports the plugin unavailable and the strategy goes on to evict. The exited containers of deleted pods are still removed (the sync loop's housekeeping, no plugin needed); their sandboxes wait for the plugin.",
 	},
 	{
 		Kind: Devices, Singleton: false, APIVersions: []string{"v1"},
