@@ -77,12 +77,15 @@ func (d *deadContainers) run(ctx context.Context) {
 	}
 }
 
-// removeDeadContainers has the exited containers of a runtime pod removed
-// if the pod is gone: not desired (a desired pod waiting for admission keeps
-// its finished init containers) and its content may go by its worker.
-func (l *Loop) removeDeadContainers(rp *container.Pod) {
-	if _, desired := l.desired.get(rp.UID); desired || !l.workers.ShouldPodContentBeRemoved(rp.UID) {
-		return
+// removeDeadContainers has the exited containers of the runtime's pods
+// removed where the pod is gone: nothing of it runs, no source wants it (a
+// desired pod waiting for admission keeps its finished init containers) and
+// its worker says its content may go.
+func (l *Loop) removeDeadContainers(pods []*container.Pod) {
+	for _, rp := range pods {
+		if _, desired := l.desired.get(rp.UID); desired || runs(rp) || !l.workers.ShouldPodContentBeRemoved(rp.UID) {
+			continue
+		}
+		l.deadContainers.remove(rp)
 	}
-	l.deadContainers.remove(rp)
 }

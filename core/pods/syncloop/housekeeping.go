@@ -57,7 +57,12 @@ func (l *Loop) housekeeping(ctx context.Context) {
 		l.counts.restartedPod(pod)
 	}
 
-	l.stopOrphans(ctx, known)
+	if pods, err := l.opts.Runtime.ListPods(ctx); err != nil {
+		l.log.Warn("housekeeping cannot list the runtime's pods", "error", err)
+	} else {
+		l.stopOrphans(pods, known)
+		l.removeDeadContainers(pods)
+	}
 	l.counts.recordWorkers(known)
 	l.reportActivePods(ctx)
 
@@ -77,14 +82,8 @@ func (l *Loop) finished(pod *v1.Pod) bool {
 	return ok && status.IsTerminalPhase(st.Phase)
 }
 
-// stopOrphans kills what runs in the runtime for pods no worker drives, and
-// has the exited containers of pods that are gone removed.
-func (l *Loop) stopOrphans(ctx context.Context, known map[types.UID]podworkers.PodWorkerSync) {
-	pods, err := l.opts.Runtime.ListPods(ctx)
-	if err != nil {
-		l.log.Warn("housekeeping cannot list the runtime's pods", "error", err)
-		return
-	}
+// stopOrphans kills what runs in the runtime for pods no worker drives.
+func (l *Loop) stopOrphans(pods []*container.Pod, known map[types.UID]podworkers.PodWorkerSync) {
 	for _, rp := range pods {
 		if state, ok := known[rp.UID]; ok && state.State != podworkers.TerminatedPod {
 			continue // its worker drives it
@@ -93,8 +92,7 @@ func (l *Loop) stopOrphans(ctx context.Context, known map[types.UID]podworkers.P
 			continue // it keeps running while it waits for admission
 		}
 		if !runs(rp) {
-			l.removeDeadContainers(rp)
-			continue // the sandboxes are for container GC
+			continue // dead leftovers: removeDeadContainers, container GC
 		}
 		l.workers.UpdatePod(podworkers.UpdatePodOptions{UpdateType: podworkers.Kill, RunningPod: rp, StartTime: time.Now()})
 		if _, ok := known[rp.UID]; !ok {
