@@ -13,6 +13,11 @@
 // have shown), runs the registered teardowns, newest first, each bounded,
 // and exits with status 2.
 //
+// An interrupt (SIGINT, as Ctrl-C on `make test` sends the test binary, or
+// SIGTERM) would likewise end the binary at once. Watch catches both: it
+// runs the registered teardowns the same way and exits with 128 plus the
+// signal's number, as the shell reports a process the signal ended.
+//
 // A binary killed outright (SIGKILL) runs nothing; StartCommand gives the
 // daemons tests start a parent-death signal, so that they die with it.
 package lastresort
@@ -22,9 +27,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -103,9 +110,10 @@ func Main(m *testing.M) int {
 // Watch starts the watchdog for the -test.timeout flag (parsing the
 // command line if nobody has yet, as m.Run would): it fires Margin before
 // the timeout, which m.Run's own alarm counts from about now. With no
-// timeout (-timeout 0) there is nothing to watch. Call the returned stop
-// once m.Run has returned: the timeout's alarm ends with it, and what
-// TestMain closes afterwards is no business of the watchdog's.
+// timeout (-timeout 0) there is no timeout to watch. It also tears down on
+// SIGINT and SIGTERM. Call the returned stop once m.Run has returned: the
+// timeout's alarm and the signal catching end with it, and what TestMain
+// closes afterwards is no business of the watchdog's.
 func Watch() (stop func()) {
 	if !flag.Parsed() {
 		flag.Parse()
@@ -114,16 +122,45 @@ func Watch() (stop func()) {
 	if f == nil {
 		return func() {} // not a test binary
 	}
+	stopSignals := watchSignals()
 	timeout, ok := f.Value.(flag.Getter).Get().(time.Duration)
 	if !ok || timeout <= 0 {
-		return func() {}
+		return stopSignals
 	}
 	margin := Margin(timeout)
 	timer := time.AfterFunc(timeout-margin, func() {
 		fire(os.Stderr, timeout, margin)
 		os.Exit(ExitCode)
 	})
-	return func() { timer.Stop() }
+	return func() {
+		timer.Stop()
+		stopSignals()
+	}
+}
+
+// watchSignals tears down and exits on SIGINT or SIGTERM until stop is
+// called. A second signal during the teardown is caught too: the teardown
+// is bounded, and a test binary left half torn down is what this prevents.
+func watchSignals() (stop func()) {
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-signals:
+			todo := pending()
+			fmt.Fprintf(os.Stderr, "lastresort: %v: tearing down %d resource(s) the tests left running\n", sig, len(todo))
+			tearDown(os.Stderr, todo, time.Now().Add(maxMargin), maxMargin/2)
+			code := 128 + int(sig.(syscall.Signal))
+			fmt.Fprintf(os.Stderr, "lastresort: exiting with status %d\n", code)
+			os.Exit(code)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(signals)
+		close(done)
+	}
 }
 
 // Margin is how long before a timeout the watchdog fires.
@@ -141,28 +178,36 @@ func fire(w io.Writer, timeout, margin time.Duration) {
 		Banner, timeout, margin, len(todo))
 	w.Write(allStacks())
 	fmt.Fprintln(w)
+	if tearDown(w, todo, deadline, margin/2) {
+		fmt.Fprintf(w, "lastresort: exiting with status %d before the timeout\n", ExitCode)
+	}
+}
+
+// tearDown runs todo in order until deadline, each for at most bound, and
+// says how each went; false means it ran out of time.
+func tearDown(w io.Writer, todo []teardown, deadline time.Time, bound time.Duration) bool {
 	for i, td := range todo {
 		left := time.Until(deadline)
 		if left <= 0 {
 			for _, skipped := range todo[i:] {
 				fmt.Fprintf(w, "lastresort: out of time, not torn down: %s\n", skipped.what)
 			}
-			return
+			return false
 		}
 		// One teardown that hangs must not take the others' time.
-		bound := min(left, margin/2)
+		each := min(left, bound)
 		start := time.Now()
-		done, err := run(td.fn, bound)
+		done, err := run(td.fn, each)
 		switch {
 		case !done:
-			fmt.Fprintf(w, "lastresort: %s: teardown still running after %v, going on\n", td.what, bound.Round(time.Millisecond))
+			fmt.Fprintf(w, "lastresort: %s: teardown still running after %v, going on\n", td.what, each.Round(time.Millisecond))
 		case err != nil:
 			fmt.Fprintf(w, "lastresort: %s: teardown failed after %v: %v\n", td.what, time.Since(start).Round(time.Millisecond), err)
 		default:
 			fmt.Fprintf(w, "lastresort: tore down %s (%v)\n", td.what, time.Since(start).Round(time.Millisecond))
 		}
 	}
-	fmt.Fprintf(w, "lastresort: exiting with status %d before the timeout\n", ExitCode)
+	return true
 }
 
 // run runs fn, waiting for it at most bound; a panic in fn is an error,

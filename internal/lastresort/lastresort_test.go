@@ -98,14 +98,22 @@ func TestFireBoundsAHangingTeardown(t *testing.T) {
 // the one that times out; it names the file its teardown writes.
 const childEnv = "LASTRESORT_TEST_CHILD"
 
+// readyEnv names a file the child writes once its teardown is registered.
+const readyEnv = "LASTRESORT_TEST_READY"
+
 // TestWatchdogChild is the child's test: it registers a teardown and
-// blocks past the binary's timeout.
+// blocks past the binary's timeout (or until it is interrupted).
 func TestWatchdogChild(t *testing.T) {
 	marker := os.Getenv(childEnv)
 	if marker == "" {
 		t.Skip("run by TestWatchdogBeforeTimeout")
 	}
 	Register("marker file", func() error { return os.WriteFile(marker, []byte("torn down"), 0o644) })
+	if ready := os.Getenv(readyEnv); ready != "" {
+		if err := os.WriteFile(ready, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	time.Sleep(time.Hour)
 }
 
@@ -128,6 +136,46 @@ func TestWatchdogBeforeTimeout(t *testing.T) {
 	}
 	if bytes.Contains(out, []byte("panic: test timed out")) {
 		t.Errorf("the timeout's panic came first:\n%s", out)
+	}
+	if data, err := os.ReadFile(marker); err != nil || string(data) != "torn down" {
+		t.Errorf("the teardown did not run: %q, %v", data, err)
+	}
+}
+
+// TestInterruptTearsDown interrupts a child binary whose test blocks, as
+// Ctrl-C on `make test` does: the registered teardown must run, and the
+// child exit with 130.
+func TestInterruptTearsDown(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "marker")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWatchdogChild$", "-test.timeout=1h")
+	cmd.Env = append(os.Environ(), childEnv+"="+marker, readyEnv+"="+marker+".ready")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(marker + ".ready"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the child never registered its teardown; its output:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("the child ended with %v, want exit status 130; its output:\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "tore down marker file") {
+		t.Errorf("the child's output does not say it tore down:\n%s", out.String())
 	}
 	if data, err := os.ReadFile(marker); err != nil || string(data) != "torn down" {
 		t.Errorf("the teardown did not run: %q, %v", data, err)
