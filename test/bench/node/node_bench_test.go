@@ -8,7 +8,8 @@
 // its own (a private containerd 1.6 with its own CNI bridge). All three
 // stay up and take turns, one measurement each, so that only one works at
 // a time and whatever else loads the machine (it is shared) weighs on each
-// alike.
+// alike; each measurement waits for the machine to be quiet first, so that
+// no system's work after its own measurement weighs on the next one's.
 //
 // For 10, 30 and 100 pods of one pause container (the upstream density tests'
 // pod), it times from writing the manifests to all containers running,
@@ -161,6 +162,7 @@ func (c contender) startStop(b *testing.B, size, run int) {
 	if err != nil {
 		b.Fatalf("%s: %v", c.system, err)
 	}
+	waitedStart := waitQuiet(b)
 	before := c.cpu(b)
 	c.starts[size] = append(c.starts[size], timed(b, rt, size, c.sys.starter, pods))
 	after := c.cpu(b)
@@ -168,12 +170,13 @@ func (c contender) startStop(b *testing.B, size, run int) {
 		runtime: after.runtime - before.runtime, agent: after.agent - before.agent, machine: after.machine - before.machine,
 	})
 	time.Sleep(settle)
+	waitedStop := waitQuiet(b)
 	c.stops[size] = append(c.stops[size], timed(b, rt, 0, c.sys.stopper, pods))
 	use := c.startCPU[size][len(c.startCPU[size])-1]
 	// Logged as it is measured, so that a run cut short still says what it measured.
-	b.Logf("%s, %d pods, run %d: start %v (CPU: runtime %v, agent %v, machine %v; left before it: %d containers, %d sandboxes), stop %v",
+	b.Logf("%s, %d pods, run %d: start %v (CPU: runtime %v, agent %v, machine %v; left before it: %d containers, %d sandboxes; quiet after %v), stop %v (quiet after %v)",
 		c.system, size, run, c.starts[size][len(c.starts[size])-1].Round(time.Millisecond), use.runtime, use.agent, use.machine,
-		leftContainers, leftSandboxes, c.stops[size][len(c.stops[size])-1].Round(time.Millisecond))
+		leftContainers, leftSandboxes, waitedStart.Round(100*time.Millisecond), c.stops[size][len(c.stops[size])-1].Round(time.Millisecond), waitedStop.Round(100*time.Millisecond))
 	if err := waitNoPods(context.Background(), rt); err != nil {
 		b.Fatalf("%s: %v", c.system, err)
 	}

@@ -5,6 +5,7 @@ package nodebench
 import (
 	"fmt"
 	"strconv"
+	"testing"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -157,4 +158,49 @@ func (p process) same() bool {
 
 func (m memory) String() string {
 	return fmt.Sprintf("RSS %.1f MB PSS %.1f MB (anon %.1f MB)", float64(m.rssKB)/1024, float64(m.pssKB)/1024, float64(m.anonKB)/1024)
+}
+
+// A machine is quiet once its busy time has stayed under quietBusy, in
+// cores, over quietReads reads quietGap apart: the idle agents, runtimes and
+// pods use a tenth of a core.
+const (
+	quietBusy    = 0.25
+	quietGap     = 500 * time.Millisecond
+	quietReads   = 2
+	quietTimeout = 90 * time.Second
+)
+
+// waitQuiet waits until the machine is quiet, for at most quietTimeout, and
+// returns how long that took. Each measurement starts on a quiet machine:
+// what a system does after a measurement (removing a stopped batch's
+// containers and sandboxes, its garbage collection) would otherwise weigh
+// on whichever system is timed next, always the same one since they take
+// turns in a fixed order (the floor started 110 pods in 31.7 s right after
+// microlet's node had stopped a batch and was removing it, against 26.5 and
+// 28.5 s in its other runs, issue 18).
+func waitQuiet(b *testing.B) time.Duration {
+	start := time.Now()
+	last, err := machineBusy()
+	if err != nil {
+		b.Fatal(err)
+	}
+	quiet := 0
+	for quiet < quietReads {
+		if time.Since(start) > quietTimeout {
+			b.Logf("the machine is still busy after %v; measuring anyway", quietTimeout)
+			break
+		}
+		time.Sleep(quietGap)
+		busy, err := machineBusy()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if float64(busy-last)/float64(quietGap) < quietBusy {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = busy
+	}
+	return time.Since(start)
 }
