@@ -83,7 +83,10 @@ func (d *deadContainers) run(ctx context.Context) {
 // its worker says its content may go.
 func (l *Loop) removeDeadContainers(pods []*container.Pod) {
 	for _, rp := range pods {
-		if _, desired := l.desired.get(rp.UID); desired || runs(rp) || !l.workers.ShouldPodContentBeRemoved(rp.UID) {
+		if runs(rp) {
+			continue
+		}
+		if _, desired := l.desired.get(rp.UID); desired || !l.workers.ShouldPodContentBeRemoved(rp.UID) {
 			continue
 		}
 		l.deadContainers.remove(rp)

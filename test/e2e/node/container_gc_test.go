@@ -4,6 +4,7 @@ package nodee2e
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -75,12 +76,7 @@ func TestContainerGC(t *testing.T) {
 // all, the pod's container goes and its sandbox stays for GC.
 func TestDeletedPodsContainersGoAtOnce(t *testing.T) {
 	t.Parallel()
-	var plugins []plugin
-	for _, p := range defaultPlugins() {
-		if p.kind != "imagegc" {
-			plugins = append(plugins, p)
-		}
-	}
+	plugins := slices.DeleteFunc(defaultPlugins(), func(p plugin) bool { return p.kind == "imagegc" })
 	n := startNode(t, nodeOptions{plugins: plugins})
 	n.writeManifest("sleeper.yaml", sleeper("sleeper"))
 	p := n.waitPod("sleeper", "running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
