@@ -254,6 +254,9 @@ func TestNodeReportsMemoryPressure(t *testing.T) {
 		}
 	}
 	n := startNode(t, nodeOptions{Plugins: plugins})
+	// Registered first: apiNode fails the test on a Node not there yet
+	// (memory pressure does not keep a node from Ready).
+	waitReady(t, n, "")
 	n.Eventually("MemoryPressure on the Node, tainted for it", func() (bool, string) {
 		node := apiNode(t, n)
 		var pressure v1.NodeCondition
