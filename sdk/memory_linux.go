@@ -43,12 +43,13 @@ func releaseMemory(logger hclog.Logger) {
 }
 
 // releaseAfterCalls unmaps the executable's pages once the plugin has
-// served no unary call for a moment (exepages.AfterCalls): between the
-// core's calls, a mostly idle plugin then maps none of the code they ran.
-// Streams (the broker's, probe results) stay open for the life of the
-// process and are not counted.
+// served no unary call, and done none of its own Work, for a moment
+// (exepages.AfterCalls): between the core's calls, a mostly idle plugin
+// then maps none of the code they ran. Streams (the broker's, probe
+// results) stay open for the life of the process and are not counted.
 func releaseAfterCalls() grpc.ServerOption {
 	a := exepages.NewAfterCalls()
+	workTracker.Store(callTracker(a))
 	return grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		a.Begin()
 		defer a.End()

@@ -71,9 +71,11 @@ func (p *Plugin) scanEvery(ctx context.Context, interval time.Duration, done cha
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
-			if err := p.rescan(); err != nil {
-				sdk.Log().Error("scanning device nodes failed; keeping the last inventory", "error", err)
-			}
+			sdk.Work(func() {
+				if err := p.rescan(); err != nil {
+					sdk.Log().Error("scanning device nodes failed; keeping the last inventory", "error", err)
+				}
+			})
 		}
 	}
 }
