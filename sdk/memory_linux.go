@@ -49,7 +49,7 @@ func releaseMemory(logger hclog.Logger) {
 // results) stay open for the life of the process and are not counted.
 func releaseAfterCalls() grpc.ServerOption {
 	a := exepages.NewAfterCalls()
-	workTracker.Store(callTracker(a))
+	workTracker = a
 	return grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		a.Begin()
 		defer a.End()

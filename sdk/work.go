@@ -1,7 +1,5 @@
 package sdk
 
-import "sync/atomic"
-
 // Work runs f, work the plugin does of its own accord (a periodic rescan,
 // a refresh), as the SDK runs a call: the executable's pages f maps are
 // released a moment after it and the calls around it end, instead of
@@ -10,9 +8,9 @@ import "sync/atomic"
 // time. Work that runs more often than every second or so gains nothing
 // from it (each run maps its code back) and should not use it.
 func Work(f func()) {
-	if t, _ := workTracker.Load().(callTracker); t != nil {
-		t.Begin()
-		defer t.End()
+	if workTracker != nil {
+		workTracker.Begin()
+		defer workTracker.End()
 	}
 	f()
 }
@@ -24,6 +22,7 @@ type callTracker interface {
 	End()
 }
 
-// workTracker holds the callTracker Serve installs; empty in a plugin
-// served in-process (NewGRPCPlugin) or where nothing is released.
-var workTracker atomic.Value
+// workTracker is the callTracker Serve installs before it serves, so
+// before any goroutine a call starts can run Work; nil in a plugin served
+// in-process (NewGRPCPlugin) or where nothing is released.
+var workTracker callTracker

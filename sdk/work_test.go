@@ -1,9 +1,6 @@
 package sdk
 
-import (
-	"sync/atomic"
-	"testing"
-)
+import "testing"
 
 type countingTracker struct{ active, begun int }
 
@@ -12,8 +9,8 @@ func (c *countingTracker) End()   { c.active-- }
 
 func TestWorkCountsAsACall(t *testing.T) {
 	tracker := &countingTracker{}
-	workTracker.Store(callTracker(tracker))
-	t.Cleanup(func() { workTracker = atomic.Value{} })
+	workTracker = tracker
+	t.Cleanup(func() { workTracker = nil })
 	ran := false
 	Work(func() {
 		ran = true
